@@ -1,0 +1,187 @@
+"""Legal move generation with pins and check masks, so no move needs a trial make."""
+import numpy as np
+from numba import njit
+
+from engine.attacks import (attackers_by, bishop_attacks, is_attacked, king_attacks, knight_attacks,
+                            pawn_attacks, rook_attacks)
+from engine.bitops import ALL, U0, U1, bit, lsb, pop_lsb, popcount
+from engine.position import (MOVE_CASTLE, MOVE_EP, ST_CASTLE, ST_EP, ST_KSQ, ST_ROOKSQ, ST_SIDE,
+                             castle_targets)
+from engine.tables import OFF_BETWEEN, OFF_LINE
+
+MAX_MOVES = 256
+
+
+@njit(cache=True, nogil=True, inline="always")
+def between(T, a, b):
+    return T[OFF_BETWEEN + a * 64 + b]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def line(T, a, b):
+    return T[OFF_LINE + a * 64 + b]
+
+
+@njit(cache=True, nogil=True)
+def checkers(T, bb, st):
+    us = st[ST_SIDE]
+    return attackers_by(T, bb, st[ST_KSQ + us], bb[0] | bb[8], 1 - us)
+
+
+@njit(cache=True, nogil=True)
+def pinned_pieces(T, bb, ksq, us):
+    """Own pieces that stand alone between our king and an enemy slider."""
+    them = 1 - us
+    occ = bb[0] | bb[8]
+    snipers = (rook_attacks(T, ksq, U0) & (bb[them * 8 + 4] | bb[them * 8 + 5])) | \
+              (bishop_attacks(T, ksq, U0) & (bb[them * 8 + 3] | bb[them * 8 + 5]))
+    pinned = U0
+    while snipers:
+        s = lsb(snipers)
+        snipers = pop_lsb(snipers)
+        b = between(T, ksq, s) & occ
+        if b != U0 and pop_lsb(b) == U0:
+            pinned |= b & bb[us * 8]
+    return pinned
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _add_targets(moves, n, frm, targets):
+    while targets:
+        to = lsb(targets)
+        targets = pop_lsb(targets)
+        moves[n] = frm | (to << 6)
+        n += 1
+    return n
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _add_promotions(moves, n, frm, to):
+    base = frm | (to << 6)
+    moves[n] = base | (5 << 12)
+    moves[n + 1] = base | (2 << 12)
+    moves[n + 2] = base | (4 << 12)
+    moves[n + 3] = base | (3 << 12)
+    return n + 4
+
+
+@njit(cache=True, nogil=True)
+def generate_legal(T, bb, board, st, moves):
+    """Fills ``moves`` with every legal move and returns how many."""
+    us = st[ST_SIDE]
+    them = 1 - us
+    own = bb[us * 8]
+    enemy = bb[them * 8]
+    occ = own | enemy
+    ksq = st[ST_KSQ + us]
+    n = 0
+
+    chk = attackers_by(T, bb, ksq, occ, them)
+    occ_no_king = occ ^ bit(ksq)
+    targets = king_attacks(T, ksq) & ~own
+    while targets:
+        to = lsb(targets)
+        targets = pop_lsb(targets)
+        if not is_attacked(T, bb, to, occ_no_king, them):
+            moves[n] = ksq | (to << 6)
+            n += 1
+    if chk != U0 and pop_lsb(chk) != U0:
+        return n
+
+    if chk != U0:
+        c = lsb(chk)
+        mask = between(T, ksq, c) | chk
+    else:
+        mask = ~own
+    pinned = pinned_pieces(T, bb, ksq, us)
+
+    # Knights (a pinned knight never moves).
+    pcs = bb[us * 8 + 2] & ~pinned
+    while pcs:
+        s = lsb(pcs)
+        pcs = pop_lsb(pcs)
+        n = _add_targets(moves, n, s, knight_attacks(T, s) & mask)
+    # Diagonal and straight sliders.
+    pcs = bb[us * 8 + 3] | bb[us * 8 + 5]
+    while pcs:
+        s = lsb(pcs)
+        pcs = pop_lsb(pcs)
+        t = bishop_attacks(T, s, occ) & mask
+        if pinned & bit(s):
+            t &= line(T, ksq, s)
+        n = _add_targets(moves, n, s, t)
+    pcs = bb[us * 8 + 4] | bb[us * 8 + 5]
+    while pcs:
+        s = lsb(pcs)
+        pcs = pop_lsb(pcs)
+        t = rook_attacks(T, s, occ) & mask
+        if pinned & bit(s):
+            t &= line(T, ksq, s)
+        n = _add_targets(moves, n, s, t)
+
+    # Pawns.
+    up = 8 if us == 0 else -8
+    last_rank = 7 if us == 0 else 0
+    start_rank = 1 if us == 0 else 6
+    ep = st[ST_EP]
+    pcs = bb[us * 8 + 1]
+    while pcs:
+        s = lsb(pcs)
+        pcs = pop_lsb(pcs)
+        pmask = mask
+        if pinned & bit(s):
+            pmask &= line(T, ksq, s)
+        to = s + up
+        if board[to] == 0:
+            if pmask & bit(to):
+                if to >> 3 == last_rank:
+                    n = _add_promotions(moves, n, s, to)
+                else:
+                    moves[n] = s | (to << 6)
+                    n += 1
+            if s >> 3 == start_rank:
+                to2 = to + up
+                if board[to2] == 0 and pmask & bit(to2):
+                    moves[n] = s | (to2 << 6)
+                    n += 1
+        caps = pawn_attacks(T, us, s) & enemy & pmask
+        while caps:
+            to = lsb(caps)
+            caps = pop_lsb(caps)
+            if to >> 3 == last_rank:
+                n = _add_promotions(moves, n, s, to)
+            else:
+                moves[n] = s | (to << 6)
+                n += 1
+        if ep != 64 and pawn_attacks(T, us, s) & bit(ep):
+            capsq = ep - up
+            occ2 = (occ ^ bit(s) ^ bit(capsq)) | bit(ep)
+            if attackers_by(T, bb, ksq, occ2, them) & ~bit(capsq) & occ2 == U0:
+                moves[n] = s | (ep << 6) | MOVE_EP
+                n += 1
+
+    # Castling: the king may not be in check, cross an attacked square or land on one.
+    rights = (st[ST_CASTLE] >> (2 * us)) & 3
+    if chk == U0 and rights != 0:
+        for r in range(2):
+            if not (rights >> r & 1):
+                continue
+            rs = st[ST_ROOKSQ + 2 * us + r]
+            kto, rto = castle_targets(ksq, rs)
+            span = between(T, ksq, kto) | between(T, rs, rto) | bit(kto) | bit(rto)
+            span &= ~(bit(ksq) | bit(rs))
+            if span & occ:
+                continue
+            occ2 = occ ^ bit(ksq) ^ bit(rs)
+            path = between(T, ksq, kto) | bit(kto)
+            ok = True
+            while path:
+                sq = lsb(path)
+                path = pop_lsb(path)
+                if is_attacked(T, bb, sq, occ2, them):
+                    ok = False
+                    break
+            if ok:
+                moves[n] = ksq | (rs << 6) | MOVE_CASTLE
+                n += 1
+    return n

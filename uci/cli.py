@@ -1,0 +1,60 @@
+"""The ``quantfish`` command line: UCI by default, and perft, bench and eval subcommands."""
+import sys
+import time
+
+import click
+
+
+class CliError(click.ClickException):
+    """One clear line on stderr and exit status 1, never a traceback."""
+
+
+@click.group(invoke_without_command=True)
+@click.pass_context
+def main(ctx):
+    """Quantfish, a UCI chess engine. With no subcommand it speaks UCI on stdin and stdout."""
+    if ctx.invoked_subcommand is None:
+        from uci.protocol import run_uci
+        run_uci()
+
+
+@main.command()
+@click.argument("depth", type=click.IntRange(0, 20), required=False)
+@click.option("--fen", default=None, help="Position to count from (default: the starting position).")
+@click.option("--divide", is_flag=True, help="Also print the count below each legal move.")
+@click.option("--chess960", is_flag=True, help="Chess960 castling notation for --divide.")
+@click.option("--epd", "epd_file", type=click.Path(dir_okay=False), default=None,
+              help="Check every position of a perft suite (FEN ;D1 n ;D2 n ...) up to DEPTH (0: all depths).")
+@click.option("--max-nodes", type=int, default=None, help="With --epd: skip counts larger than this.")
+def perft(depth, fen, divide, chess960, epd_file, max_nodes):
+    """Count the leaf nodes of the legal move tree to DEPTH."""
+    from engine import perft_runner
+    if depth is None and not epd_file:
+        raise click.UsageError("give a DEPTH, or --epd FILE to check a suite")
+    try:
+        if epd_file:
+            ok = perft_runner.run_suite(epd_file, depth or 0, max_nodes)
+            sys.exit(0 if ok else 1)
+        perft_runner.run_one(fen, depth, divide, chess960)
+    except (ValueError, OSError) as exc:
+        raise CliError(str(exc)) from None
+
+
+def _register_optional_commands():
+    """Subcommands that live in their own modules."""
+    try:
+        from uci.eval_command import eval_command
+        main.add_command(eval_command, "eval")
+    except ImportError:
+        pass
+    try:
+        from uci.bench_command import bench_command
+        main.add_command(bench_command, "bench")
+    except ImportError:
+        pass
+
+
+_register_optional_commands()
+
+if __name__ == "__main__":
+    main()
