@@ -1,0 +1,691 @@
+"""Alpha-beta search, compiled: PVS with a transposition table, quiescence, pruning and reductions.
+
+Everything the search touches is an array in the tuple ``S`` built by ``engine.searcher``; the
+index names below say what each slot is. The Python driver runs one iteration of iterative
+deepening at a time (``search_root``) and keeps the clock; the compiled code only polls the
+stop flag in ``ctl``.
+"""
+import numpy as np
+from numba import njit
+
+from engine.attacks import attackers_by, bishop_attacks, rook_attacks
+from engine.bitops import U0, bit, lsb, pop_lsb
+from engine.movegen import checkers, generate_legal
+from engine.position import (MOVE_CASTLE, MOVE_EP, ST_KEY, ST_KSQ, ST_PLY_FROM_NULL, ST_RULE50, ST_SIDE,
+                             make_move, make_null_move)
+from nnue.accumulator import ensure_accumulator
+from nnue.evaluate import evaluate as nnue_evaluate
+
+MAX_PLY = 120
+STACK = MAX_PLY + 8
+INF = 32001
+MATE = 32000
+MATE_IN_MAX = MATE - 2 * MAX_PLY
+VALUE_NONE = 32002
+
+# Slots of the search tuple S (see engine.searcher.make_search_arrays).
+I_BBS = 1
+I_BOARDS = 2
+I_STS = 3
+I_MOVES = 4
+I_SCORES = 5
+I_KEYS = 6
+I_TT_KEYS = 7
+I_TT_DATA = 8
+I_PV_LEN = 9
+I_KILLERS = 10
+I_HISTORY = 11
+I_COUNTERS = 12
+I_CUR_MOVE = 13
+I_PV = 14
+I_CTL = 15
+I_NN = 16
+I_NET = 17
+I_SCRATCH = 18
+I_TTE = 19
+I_ROOT_MOVES = 20
+I_EVALS = 21
+I_QUIETS = 22
+I_LMR = 23
+
+# Slots of the control array ctl (int64).
+C_NODES = 0
+C_STOP = 1
+C_SELDEPTH = 2
+C_MAX_NODES = 3
+C_ROOT_INDEX = 4     # index in the key history of the root position
+C_TT_GEN = 5
+C_ROOT_DEPTH = 6
+C_N_ROOT = 7         # number of allowed root moves in root_moves
+C_OPTIMISM_W = 8
+C_OPTIMISM_B = 9
+CTL_SIZE = 16
+
+# Transposition-table entry: full key in tt_keys, packed fields in tt_data.
+BOUND_UPPER = 1
+BOUND_LOWER = 2
+BOUND_EXACT = 3
+
+SEE_VALUE = (0, 100, 320, 330, 500, 950, 20000, 0)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _see_value(pt):
+    if pt == 1:
+        return 100
+    if pt == 2:
+        return 320
+    if pt == 3:
+        return 330
+    if pt == 4:
+        return 500
+    if pt == 5:
+        return 950
+    if pt == 6:
+        return 20000
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------
+# Transposition table
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _tt_pack(move, score, ev, depth, bound, gen):
+    return (np.int64(move) | (np.int64(score + 32768) << 17) | (np.int64(ev + 32768) << 33)
+            | (np.int64(depth + 16) << 49) | (np.int64(bound) << 57) | (np.int64(gen & 31) << 59))
+
+
+@njit(cache=True, nogil=True)
+def tt_probe(tt_keys, tt_data, key, out):
+    """Fills out = (move, score, eval, depth, bound) and returns True on a hit."""
+    mask = np.uint64(tt_keys.shape[0] - 2)
+    i = np.int64(key & mask)
+    for j in range(2):
+        if tt_keys[i + j] == key:
+            d = tt_data[i + j]
+            out[0] = d & 0x1FFFF
+            out[1] = ((d >> 17) & 0xFFFF) - 32768
+            out[2] = ((d >> 33) & 0xFFFF) - 32768
+            out[3] = ((d >> 49) & 0xFF) - 16
+            out[4] = (d >> 57) & 3
+            return True
+    return False
+
+
+@njit(cache=True, nogil=True)
+def tt_store(tt_keys, tt_data, key, move, score, ev, depth, bound, gen):
+    mask = np.uint64(tt_keys.shape[0] - 2)
+    i = np.int64(key & mask)
+    slot = -1
+    for j in range(2):
+        if tt_keys[i + j] == key:
+            slot = i + j
+            break
+    if slot < 0:
+        # Replace the shallower entry, preferring entries from older searches.
+        best = 1 << 30
+        for j in range(2):
+            d = tt_data[i + j]
+            age = (gen - ((d >> 59) & 31)) & 31
+            worth = ((d >> 49) & 0xFF) - 8 * age
+            if tt_keys[i + j] == U0:
+                worth = -(1 << 20)
+            if worth < best:
+                best = worth
+                slot = i + j
+    else:
+        old = tt_data[slot]
+        if move == 0:
+            move = old & 0x1FFFF
+        old_depth = ((old >> 49) & 0xFF) - 16
+        old_gen = (old >> 59) & 31
+        if bound != BOUND_EXACT and depth < old_depth - 3 and old_gen == (gen & 31):
+            return
+    tt_keys[slot] = key
+    tt_data[slot] = _tt_pack(move, score, ev, depth, bound, gen)
+
+
+@njit(cache=True, nogil=True)
+def tt_hashfull(tt_keys, tt_data, gen):
+    """Permille of the first thousand entries used by the current search."""
+    used = 0
+    n = min(1000, tt_keys.shape[0])
+    for i in range(n):
+        if tt_keys[i] != U0 and ((tt_data[i] >> 59) & 31) == (gen & 31):
+            used += 1
+    return used * 1000 // n
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _score_to_tt(s, ply):
+    if s >= MATE_IN_MAX:
+        return s + ply
+    if s <= -MATE_IN_MAX:
+        return s - ply
+    return s
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _score_from_tt(s, ply, rule50):
+    if s >= MATE_IN_MAX:
+        return s - ply
+    if s <= -MATE_IN_MAX:
+        return s + ply
+    return s
+
+
+# ---------------------------------------------------------------------------------------------
+# Static exchange evaluation
+
+
+@njit(cache=True, nogil=True)
+def see_ge(T, bb, board, side, m, threshold):
+    """True when the exchange started by ``m`` wins at least ``threshold`` (in SEE units)."""
+    if m & MOVE_CASTLE:
+        return 0 >= threshold
+    frm = m & 63
+    to = (m >> 6) & 63
+    victim = 1 if m & MOVE_EP else board[to] & 7
+    swap = _see_value(victim) - threshold
+    if swap < 0:
+        return False
+    swap = _see_value(board[frm] & 7) - swap
+    if swap <= 0:
+        return True
+    occ = (bb[0] | bb[8]) ^ bit(frm) ^ bit(to)
+    if m & MOVE_EP:
+        occ ^= bit(to - 8 if side == 0 else to + 8)
+    att = attackers_by(T, bb, to, occ, 0) | attackers_by(T, bb, to, occ, 1)
+    diag = bb[3] | bb[5] | bb[11] | bb[13]
+    straight = bb[4] | bb[5] | bb[12] | bb[13]
+    stm = side
+    res = 1
+    while True:
+        stm ^= 1
+        att &= occ
+        mine = att & bb[stm * 8]
+        if mine == U0:
+            break
+        res ^= 1
+        c = stm * 8
+        if mine & bb[c + 1]:
+            swap = 100 - swap
+            if swap < res:
+                break
+            occ ^= bit(lsb(mine & bb[c + 1]))
+            att |= bishop_attacks(T, to, occ) & diag
+        elif mine & bb[c + 2]:
+            swap = 320 - swap
+            if swap < res:
+                break
+            occ ^= bit(lsb(mine & bb[c + 2]))
+        elif mine & bb[c + 3]:
+            swap = 330 - swap
+            if swap < res:
+                break
+            occ ^= bit(lsb(mine & bb[c + 3]))
+            att |= bishop_attacks(T, to, occ) & diag
+        elif mine & bb[c + 4]:
+            swap = 500 - swap
+            if swap < res:
+                break
+            occ ^= bit(lsb(mine & bb[c + 4]))
+            att |= rook_attacks(T, to, occ) & straight
+        elif mine & bb[c + 5]:
+            swap = 950 - swap
+            if swap < res:
+                break
+            occ ^= bit(lsb(mine & bb[c + 5]))
+            att |= (bishop_attacks(T, to, occ) & diag) | (rook_attacks(T, to, occ) & straight)
+        else:
+            # The king can only take last: if the other side still attacks, the result flips back.
+            if att & ~bb[stm * 8] & occ:
+                return res == 0
+            return res == 1
+    return res == 1
+
+
+# ---------------------------------------------------------------------------------------------
+# Draws and evaluation
+
+
+@njit(cache=True, nogil=True)
+def insufficient_material(bb):
+    if bb[1] | bb[9] | bb[4] | bb[12] | bb[5] | bb[13]:
+        return False
+    minors = bb[2] | bb[10] | bb[3] | bb[11]
+    return pop_lsb(minors) == U0
+
+
+@njit(cache=True, nogil=True)
+def is_repetition(keys, st, idx, root_idx):
+    """A repetition after the root, or a threefold repetition including the game before it."""
+    key = keys[idx]
+    end = min(st[ST_RULE50], st[ST_PLY_FROM_NULL])
+    count = 0
+    i = 4
+    while i <= end and idx - i >= 0:
+        if keys[idx - i] == key:
+            if idx - i > root_idx:
+                return True
+            count += 1
+            if count >= 2:
+                return True
+        i += 2
+    return False
+
+
+@njit(cache=True, nogil=True)
+def static_eval(net, nn, scratch, ply, bb, board, st, optimism):
+    acc, psqt, computed, dirty, ndirty = nn
+    ensure_accumulator(net, acc, psqt, computed, dirty, ndirty, ply, board, st[ST_KSQ], st[ST_KSQ + 1])
+    return nnue_evaluate(net, acc, psqt, ply, st[ST_SIDE], board, st[ST_RULE50], optimism, scratch)
+
+
+# ---------------------------------------------------------------------------------------------
+# Move ordering
+
+
+@njit(cache=True, nogil=True)
+def _score_moves(T, S, ply, n, tt_move, bb, board, side, prev_move):
+    moves = S[I_MOVES][ply]
+    scores = S[I_SCORES][ply]
+    killers = S[I_KILLERS]
+    history = S[I_HISTORY]
+    counters = S[I_COUNTERS]
+    counter = 0
+    if prev_move != 0 and prev_move != 65:
+        pto = (prev_move >> 6) & 63
+        counter = counters[board[pto] * 64 + pto]
+    for i in range(n):
+        m = moves[i]
+        if m == tt_move:
+            scores[i] = 1 << 30
+            continue
+        frm = m & 63
+        to = (m >> 6) & 63
+        promo = (m >> 12) & 7
+        victim = board[to] & 7
+        if m & MOVE_EP:
+            victim = 1
+        if m & MOVE_CASTLE:
+            victim = 0
+        if victim != 0 or promo == 5:
+            v = _see_value(victim) + (900 if promo == 5 else 0)
+            base = 8 * v - (board[frm] & 7)
+            if see_ge(T, bb, board, side, m, 0):
+                scores[i] = (1 << 28) + base
+            else:
+                scores[i] = -(1 << 28) + base
+        elif promo != 0:
+            scores[i] = -(1 << 29) + promo
+        elif m == killers[ply, 0]:
+            scores[i] = (1 << 27) + 2
+        elif m == killers[ply, 1]:
+            scores[i] = (1 << 27) + 1
+        elif m == counter:
+            scores[i] = 1 << 27
+        else:
+            scores[i] = history[side, frm * 64 + to]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _pick(moves, scores, start, n):
+    best = start
+    for i in range(start + 1, n):
+        if scores[i] > scores[best]:
+            best = i
+    if best != start:
+        m = moves[start]
+        moves[start] = moves[best]
+        moves[best] = m
+        s = scores[start]
+        scores[start] = scores[best]
+        scores[best] = s
+    return moves[start]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _update_history(history, side, m, bonus):
+    i = (m & 63) * 64 + ((m >> 6) & 63)
+    h = history[side, i]
+    history[side, i] = h + bonus - h * abs(bonus) // 16384
+
+
+# ---------------------------------------------------------------------------------------------
+# The search tree
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _do_move(T, S, ply, m):
+    bbs, boards, sts = S[I_BBS], S[I_BOARDS], S[I_STS]
+    nn = S[I_NN]
+    dirty, ndirty, computed = nn[3], nn[4], nn[2]
+    nd = make_move(T, bbs[ply], boards[ply], sts[ply], bbs[ply + 1], boards[ply + 1], sts[ply + 1], m,
+                   dirty[ply + 1])
+    ndirty[ply + 1] = nd
+    computed[ply + 1, 0] = 0
+    computed[ply + 1, 1] = 0
+    ctl = S[I_CTL]
+    S[I_KEYS][ctl[C_ROOT_INDEX] + ply + 1] = np.uint64(sts[ply + 1][ST_KEY])
+    S[I_CUR_MOVE][ply] = m
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _poll(ctl):
+    ctl[C_NODES] += 1
+    if (ctl[C_NODES] & 1023) == 0:
+        if ctl[C_MAX_NODES] > 0 and ctl[C_NODES] >= ctl[C_MAX_NODES]:
+            ctl[C_STOP] = 1
+    return ctl[C_STOP] != 0
+
+
+@njit(cache=True, nogil=True)
+def qsearch(T, S, ply, alpha, beta):
+    ctl = S[I_CTL]
+    if _poll(ctl):
+        return 0
+    bb, board, st = S[I_BBS][ply], S[I_BOARDS][ply], S[I_STS][ply]
+    pv_len = S[I_PV_LEN]
+    pv_len[ply] = ply
+    if ply > ctl[C_SELDEPTH]:
+        ctl[C_SELDEPTH] = ply
+    idx = ctl[C_ROOT_INDEX] + ply
+    if st[ST_RULE50] >= 100 or insufficient_material(bb) or is_repetition(S[I_KEYS], st, idx, ctl[C_ROOT_INDEX]):
+        return 0
+    side = st[ST_SIDE]
+    in_check = checkers(T, bb, st) != U0
+    if ply >= MAX_PLY - 1:
+        return 0 if in_check else static_eval(S[I_NET], S[I_NN], S[I_SCRATCH], ply, bb, board, st, ctl[C_OPTIMISM_W + side])
+
+    key = np.uint64(st[ST_KEY])
+    tte = S[I_TTE][ply]
+    tt_move = 0
+    if tt_probe(S[I_TT_KEYS], S[I_TT_DATA], key, tte):
+        tt_move = tte[0]
+        s = _score_from_tt(tte[1], ply, st[ST_RULE50])
+        b = tte[4]
+        if (b == BOUND_EXACT or (b == BOUND_LOWER and s >= beta) or (b == BOUND_UPPER and s <= alpha)) \
+                and beta - alpha == 1:
+            return s
+
+    best = -INF
+    if not in_check:
+        stand = static_eval(S[I_NET], S[I_NN], S[I_SCRATCH], ply, bb, board, st, ctl[C_OPTIMISM_W + side])
+        if stand >= beta:
+            return stand
+        if stand > alpha:
+            alpha = stand
+        best = stand
+
+    moves = S[I_MOVES][ply]
+    scores = S[I_SCORES][ply]
+    n = generate_legal(T, bb, board, st, moves)
+    if n == 0:
+        return -MATE + ply if in_check else 0
+    # Keep captures and queen promotions unless in check; order by MVV-LVA and SEE.
+    k = 0
+    for i in range(n):
+        m = moves[i]
+        if in_check or board[(m >> 6) & 63] != 0 or (m & MOVE_EP) or ((m >> 12) & 7) == 5:
+            if m & MOVE_CASTLE:
+                if not in_check:
+                    continue
+            moves[k] = m
+            k += 1
+    _score_moves(T, S, ply, k, tt_move, bb, board, side, S[I_CUR_MOVE][ply - 1] if ply > 0 else 0)
+    best_move = 0
+    for i in range(k):
+        m = _pick(moves, scores, i, k)
+        if not in_check and scores[i] < 0 and best > -MATE_IN_MAX:
+            break  # losing captures
+        _do_move(T, S, ply, m)
+        score = -qsearch(T, S, ply + 1, -beta, -alpha)
+        if ctl[C_STOP]:
+            return 0
+        if score > best:
+            best = score
+            if score > alpha:
+                best_move = m
+                if score >= beta:
+                    break
+                alpha = score
+    if in_check and best == -INF:
+        return -MATE + ply
+    bound = BOUND_LOWER if best >= beta else BOUND_UPPER
+    tt_store(S[I_TT_KEYS], S[I_TT_DATA], key, best_move, _score_to_tt(best, ply), 0, 0, bound, ctl[C_TT_GEN])
+    return best
+
+
+@njit(cache=True, nogil=True)
+def search(T, S, ply, depth, alpha, beta, cut_node):
+    """Principal variation search; returns the score from the side to move's view."""
+    ctl = S[I_CTL]
+    pv_node = beta - alpha > 1
+    if depth <= 0:
+        return qsearch(T, S, ply, alpha, beta)
+    if _poll(ctl):
+        return 0
+    bb, board, st = S[I_BBS][ply], S[I_BOARDS][ply], S[I_STS][ply]
+    pv, pv_len = S[I_PV], S[I_PV_LEN]
+    pv_len[ply] = ply
+    if ply > ctl[C_SELDEPTH]:
+        ctl[C_SELDEPTH] = ply
+    side = st[ST_SIDE]
+    root = ply == 0
+    idx = ctl[C_ROOT_INDEX] + ply
+    chk = checkers(T, bb, st)
+    in_check = chk != U0
+    if not root:
+        if insufficient_material(bb) or is_repetition(S[I_KEYS], st, idx, ctl[C_ROOT_INDEX]):
+            return 0
+        if st[ST_RULE50] >= 100 and not in_check:
+            return 0
+        if ply >= MAX_PLY - 1:
+            return 0 if in_check else static_eval(S[I_NET], S[I_NN], S[I_SCRATCH], ply, bb, board, st,
+                                                  ctl[C_OPTIMISM_W + side])
+        # Mate distance pruning.
+        alpha = max(alpha, -MATE + ply)
+        beta = min(beta, MATE - ply - 1)
+        if alpha >= beta:
+            return alpha
+
+    key = np.uint64(st[ST_KEY])
+    tte = S[I_TTE][ply]
+    tt_hit = tt_probe(S[I_TT_KEYS], S[I_TT_DATA], key, tte)
+    tt_move = 0
+    tt_score = VALUE_NONE
+    tt_depth = -99
+    tt_bound = 0
+    tt_eval = VALUE_NONE
+    if tt_hit:
+        tt_move = tte[0]
+        tt_score = _score_from_tt(tte[1], ply, st[ST_RULE50])
+        tt_eval = tte[2]
+        tt_depth = tte[3]
+        tt_bound = tte[4]
+        if not pv_node and tt_depth >= depth and st[ST_RULE50] < 90:
+            if tt_bound == BOUND_EXACT or (tt_bound == BOUND_LOWER and tt_score >= beta) or \
+                    (tt_bound == BOUND_UPPER and tt_score <= alpha):
+                if tt_move != 0 and tt_score >= beta and board[(tt_move >> 6) & 63] == 0:
+                    _update_history(S[I_HISTORY], side, tt_move, min(16 * depth * depth, 1200))
+                return tt_score
+    if root and ctl[C_N_ROOT] > 0:
+        # A root move excluded by searchmoves or MultiPV must not come first.
+        ok = False
+        for i in range(ctl[C_N_ROOT]):
+            if S[I_ROOT_MOVES][i] == tt_move:
+                ok = True
+        if not ok:
+            tt_move = 0
+
+    evals = S[I_EVALS]
+    if in_check:
+        ev = -INF
+        evals[ply] = VALUE_NONE
+        improving = False
+    else:
+        if tt_hit and tt_eval != VALUE_NONE and tt_eval != 0:
+            ev = tt_eval
+        else:
+            ev = static_eval(S[I_NET], S[I_NN], S[I_SCRATCH], ply, bb, board, st, ctl[C_OPTIMISM_W + side])
+        evals[ply] = ev
+        # A TT score is a better estimate than the static eval when its bound allows.
+        if tt_hit and tt_score != VALUE_NONE and abs(tt_score) < MATE_IN_MAX and \
+                ((tt_bound == BOUND_LOWER and tt_score > ev) or (tt_bound == BOUND_UPPER and tt_score < ev)):
+            ev = tt_score
+        improving = ply >= 2 and evals[ply - 2] != VALUE_NONE and evals[ply] > evals[ply - 2]
+
+    prev_move = S[I_CUR_MOVE][ply - 1] if ply > 0 else 0
+    if not pv_node and not in_check:
+        # Reverse futility: far above beta at shallow depth.
+        if depth <= 8 and ev - 85 * (depth - (1 if improving else 0)) >= beta and ev < MATE_IN_MAX:
+            return ev
+        # Null move.
+        c = side * 8
+        if depth >= 3 and ev >= beta and prev_move != 65 and \
+                (bb[c + 2] | bb[c + 3] | bb[c + 4] | bb[c + 5]) != U0 and beta > -MATE_IN_MAX:
+            r = 3 + depth // 3 + min((ev - beta) // 200, 3)
+            bbs, boards, sts = S[I_BBS], S[I_BOARDS], S[I_STS]
+            make_null_move(T, bbs[ply], boards[ply], sts[ply], bbs[ply + 1], boards[ply + 1], sts[ply + 1])
+            nn = S[I_NN]
+            nn[4][ply + 1] = 0
+            nn[2][ply + 1, 0] = 0
+            nn[2][ply + 1, 1] = 0
+            S[I_KEYS][idx + 1] = np.uint64(sts[ply + 1][ST_KEY])
+            S[I_CUR_MOVE][ply] = 65
+            score = -search(T, S, ply + 1, depth - r, -beta, -beta + 1, np.int64(1 - cut_node))
+            if ctl[C_STOP]:
+                return 0
+            if score >= beta:
+                if score >= MATE_IN_MAX:
+                    score = beta
+                return score
+
+    # Internal iterative reduction: without a TT move this node is probably not worth full depth.
+    if depth >= 6 and tt_move == 0 and (pv_node or cut_node == 1):
+        depth -= 1
+
+    moves = S[I_MOVES][ply]
+    scores = S[I_SCORES][ply]
+    n = generate_legal(T, bb, board, st, moves)
+    if n == 0:
+        return -MATE + ply if in_check else 0
+    if root and ctl[C_N_ROOT] > 0:
+        k = 0
+        for i in range(n):
+            for j in range(ctl[C_N_ROOT]):
+                if S[I_ROOT_MOVES][j] == moves[i]:
+                    moves[k] = moves[i]
+                    k += 1
+                    break
+        n = k
+    _score_moves(T, S, ply, n, tt_move, bb, board, side, prev_move)
+
+    killers = S[I_KILLERS]
+    history = S[I_HISTORY]
+    quiets = S[I_QUIETS][ply]
+    n_quiets = 0
+    best = -INF
+    best_move = 0
+    move_count = 0
+    lmr = S[I_LMR]
+    for i in range(n):
+        m = _pick(moves, scores, i, n)
+        to = (m >> 6) & 63
+        capture = board[to] != 0 and not (m & MOVE_CASTLE)
+        capture = capture or (m & MOVE_EP) != 0
+        promo = (m >> 12) & 7
+        quiet = not capture and promo == 0
+        move_count += 1
+        if not root and best > -MATE_IN_MAX:
+            if quiet:
+                lmp = (3 + depth * depth) // (1 if improving else 2)
+                if depth <= 8 and move_count > lmp and not in_check:
+                    continue
+                if depth <= 7 and not in_check and ev + 110 + 140 * depth <= alpha and scores[i] < (1 << 27):
+                    continue
+                if depth <= 7 and scores[i] < (1 << 27) and not see_ge(T, bb, board, side, m, -25 * depth * depth):
+                    continue
+            elif depth <= 6 and not see_ge(T, bb, board, side, m, -110 * depth):
+                continue
+        _do_move(T, S, ply, m)
+        child_st = S[I_STS][ply + 1]
+        gives_check = checkers(T, S[I_BBS][ply + 1], child_st) != U0
+        ext = 1 if gives_check and ply < 2 * ctl[C_ROOT_DEPTH] else 0
+        new_depth = depth - 1 + ext
+        if depth >= 3 and move_count > 1 + (1 if pv_node else 0) and (quiet or scores[i] < 0):
+            r = lmr[min(depth, 63), min(move_count, 63)]
+            if pv_node:
+                r -= 1
+            if not improving:
+                r += 1
+            if cut_node == 1:
+                r += 1
+            if gives_check:
+                r -= 1
+            if quiet:
+                if scores[i] >= (1 << 27):
+                    r -= 1
+                else:
+                    r -= scores[i] // 6000
+            d = max(1, min(new_depth - r, new_depth))
+            score = -search(T, S, ply + 1, d, -alpha - 1, -alpha, np.int64(1))
+            if score > alpha and d < new_depth:
+                score = -search(T, S, ply + 1, new_depth, -alpha - 1, -alpha, np.int64(1 - cut_node))
+        elif not pv_node or move_count > 1:
+            score = -search(T, S, ply + 1, new_depth, -alpha - 1, -alpha, np.int64(1 - cut_node))
+        else:
+            score = alpha + 1  # forces the full-window search below
+        if pv_node and (move_count == 1 or (score > alpha and score < beta)):
+            score = -search(T, S, ply + 1, new_depth, -beta, -alpha, np.int64(0))
+        if ctl[C_STOP]:
+            return 0
+        if score > best:
+            best = score
+            if score > alpha:
+                best_move = m
+                if pv_node:
+                    pv[ply, ply] = m
+                    for j in range(ply + 1, pv_len[ply + 1]):
+                        pv[ply, j] = pv[ply + 1, j]
+                    pv_len[ply] = max(pv_len[ply + 1], ply + 1)
+                if score >= beta:
+                    break
+                alpha = score
+        if quiet and n_quiets < quiets.shape[0]:
+            quiets[n_quiets] = m
+            n_quiets += 1
+
+    if move_count == 0:
+        # Every legal move was excluded at the root (cannot happen) or pruned: keep alpha.
+        return alpha
+
+    if best_move != 0 and best >= beta:
+        to = (best_move >> 6) & 63
+        if board[to] == 0 and not (best_move & MOVE_EP) and ((best_move >> 12) & 7) == 0:
+            bonus = min(16 * depth * depth + 32 * depth, 1600)
+            _update_history(history, side, best_move, bonus)
+            for j in range(n_quiets):
+                if quiets[j] != best_move:
+                    _update_history(history, side, quiets[j], -bonus)
+            if killers[ply, 0] != best_move:
+                killers[ply, 1] = killers[ply, 0]
+                killers[ply, 0] = best_move
+            if prev_move != 0 and prev_move != 65:
+                pto = (prev_move >> 6) & 63
+                S[I_COUNTERS][board[pto] * 64 + pto] = best_move
+    bound = BOUND_LOWER if best >= beta else (BOUND_EXACT if pv_node and best_move != 0 else BOUND_UPPER)
+    tt_store(S[I_TT_KEYS], S[I_TT_DATA], key, best_move, _score_to_tt(best, ply), evals[ply] if not in_check else 0,
+             depth, bound, ctl[C_TT_GEN])
+    return best
+
+
+@njit(cache=True, nogil=True)
+def search_root(T, S, depth, alpha, beta):
+    """One iteration at the root with window (alpha, beta); the PV is left in S's pv row 0."""
+    ctl = S[I_CTL]
+    ctl[C_ROOT_DEPTH] = depth
+    ctl[C_SELDEPTH] = 0
+    return search(T, S, np.int64(0), np.int64(depth), np.int64(alpha), np.int64(beta), np.int64(0))

@@ -1,0 +1,236 @@
+"""The Python side of the search: owns the arrays, runs iterative deepening and keeps the clock.
+
+Each iteration is one call into compiled code (``search_root``) that releases the GIL, so the UCI
+thread stays responsive; a timer or the ``stop`` command sets the stop flag that the search polls.
+"""
+import math
+import threading
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from engine.movegen import MAX_MOVES, generate_legal
+from engine.position import ST_KEY, ST_SIZE
+from engine.search import (C_MAX_NODES, C_N_ROOT, C_NODES, C_ROOT_INDEX, C_SELDEPTH, C_STOP, C_TT_GEN, CTL_SIZE,
+                           INF, MATE, MATE_IN_MAX, MAX_PLY, STACK, search_root, tt_hashfull)
+from engine.tables import tables
+from nnue.accumulator import make_stack
+from nnue.inference import make_scratch
+
+HISTORY_KEYS = 1024
+NORMALIZE_TO_PAWN = 361   # Stockfish 15.1: internal units per pawn in UCI output
+
+
+@dataclass
+class Limits:
+    """What `go` asked for; times in milliseconds."""
+    wtime: int | None = None
+    btime: int | None = None
+    winc: int = 0
+    binc: int = 0
+    movestogo: int | None = None
+    depth: int | None = None
+    nodes: int | None = None
+    movetime: int | None = None
+    mate: int | None = None
+    infinite: bool = False
+    ponder: bool = False
+    searchmoves: list = field(default_factory=list)
+
+
+@dataclass
+class Line:
+    """One principal variation of a finished iteration."""
+    score: int
+    moves: list
+    bound: str = ""
+
+
+def score_to_uci(v):
+    """``cp N`` or ``mate N`` in UCI's units (Stockfish 15.1's scaling)."""
+    if v >= MATE_IN_MAX:
+        return f"mate {(MATE - v + 1) // 2}"
+    if v <= -MATE_IN_MAX:
+        return f"mate {-((MATE + v) // 2)}"
+    return f"cp {int(v * 100 / NORMALIZE_TO_PAWN)}"
+
+
+def board_key(board):
+    """The Zobrist key of a Board as uint64."""
+    return board.st[ST_KEY:ST_KEY + 1].view(np.uint64)[0]
+
+
+def lmr_table():
+    t = np.zeros((64, 64), dtype=np.int64)
+    for d in range(1, 64):
+        for m in range(1, 64):
+            t[d, m] = int(0.75 + math.log(d) * math.log(m) / 2.25)
+    return t
+
+
+def tt_entries(hash_mb):
+    """Largest power of two of 16-byte entries that fits in ``hash_mb`` megabytes."""
+    n = max(2, (int(hash_mb) * 1024 * 1024) // 16)
+    return 1 << (n.bit_length() - 1)
+
+
+class Searcher:
+    """One search thread's state: position stack, TT, histories, NNUE accumulators."""
+
+    def __init__(self, net, hash_mb=16):
+        self.net = net
+        self.T = tables()
+        self.tt_keys = np.zeros(tt_entries(hash_mb), dtype=np.uint64)
+        self.tt_data = np.zeros(self.tt_keys.shape[0], dtype=np.int64)
+        self.ctl = np.zeros(CTL_SIZE, dtype=np.int64)
+        self._build()
+
+    def _build(self):
+        arrays = self.net.arrays()
+        l1 = arrays[0].shape[0]
+        self.bbs = np.zeros((STACK, 16), dtype=np.uint64)
+        self.boards = np.zeros((STACK, 64), dtype=np.int8)
+        self.sts = np.zeros((STACK, ST_SIZE), dtype=np.int64)
+        self.keys = np.zeros(HISTORY_KEYS + STACK, dtype=np.uint64)
+        self.pv = np.zeros((STACK, STACK), dtype=np.int32)
+        self.pv_len = np.zeros(STACK, dtype=np.int64)
+        self.killers = np.zeros((STACK, 2), dtype=np.int32)
+        self.history = np.zeros((2, 4096), dtype=np.int32)
+        self.counters = np.zeros(16 * 64, dtype=np.int32)
+        self.root_moves = np.zeros(MAX_MOVES, dtype=np.int32)
+        self.S = (self.T, self.bbs, self.boards, self.sts,
+                  np.zeros((STACK, MAX_MOVES), dtype=np.int32), np.zeros((STACK, MAX_MOVES), dtype=np.int32),
+                  self.keys, self.tt_keys, self.tt_data, self.pv_len, self.killers, self.history, self.counters,
+                  np.zeros(STACK, dtype=np.int32), self.pv, self.ctl, make_stack(l1, STACK), arrays,
+                  make_scratch(l1), np.zeros((STACK, 5), dtype=np.int64), self.root_moves,
+                  np.zeros(STACK, dtype=np.int64), np.zeros((STACK, 64), dtype=np.int32), lmr_table())
+
+    def resize(self, hash_mb):
+        self.tt_keys = np.zeros(tt_entries(hash_mb), dtype=np.uint64)
+        self.tt_data = np.zeros(self.tt_keys.shape[0], dtype=np.int64)
+        self._build()
+
+    def clear(self):
+        """Forget everything learnt from earlier searches (ucinewgame, Clear Hash)."""
+        self.tt_keys[:] = 0
+        self.tt_data[:] = 0
+        self.history[:] = 0
+        self.counters[:] = 0
+        self.killers[:] = 0
+
+    def stop(self):
+        self.ctl[C_STOP] = 1
+
+    def hashfull(self):
+        return int(tt_hashfull(self.tt_keys, self.tt_data, self.ctl[C_TT_GEN]))
+
+    def _setup(self, board, game_keys):
+        self.bbs[0] = board.bb
+        self.boards[0] = board.board
+        self.sts[0] = board.st
+        game_keys = list(game_keys)[-HISTORY_KEYS:]
+        root_index = len(game_keys)
+        if root_index:
+            self.keys[:root_index] = np.array(game_keys, dtype=np.uint64)
+        self.keys[root_index] = board_key(board)
+        self.ctl[C_ROOT_INDEX] = root_index
+        self.ctl[C_STOP] = 0
+        self.ctl[C_NODES] = 0
+        self.ctl[C_TT_GEN] = (self.ctl[C_TT_GEN] + 1) & 31
+        self.killers[:] = 0
+
+    def _set_root_moves(self, moves):
+        self.root_moves[:len(moves)] = moves
+        self.ctl[C_N_ROOT] = len(moves)
+
+    def legal_root_moves(self, board):
+        moves = np.empty(MAX_MOVES, dtype=np.int32)
+        n = generate_legal(self.T, board.bb, board.board, board.st, moves)
+        return [int(m) for m in moves[:n]]
+
+    def _iteration(self, depth, prev_score, full_window):
+        """Aspiration search around the previous score; returns (score, completed)."""
+        if full_window or depth < 4 or abs(prev_score) >= MATE_IN_MAX:
+            alpha, beta = -INF, INF
+        else:
+            delta = 30
+            alpha, beta = max(prev_score - delta, -INF), min(prev_score + delta, INF)
+        delta = 30
+        while True:
+            score = int(search_root(self.T, self.S, depth, alpha, beta))
+            if self.ctl[C_STOP]:
+                return score, False
+            if score <= alpha:
+                beta = (alpha + beta) // 2
+                alpha = max(score - delta, -INF)
+            elif score >= beta:
+                beta = min(score + delta, INF)
+            else:
+                return score, True
+            delta += delta // 2 + 10
+
+    def think(self, board, game_keys, limits, multipv=1, clock=None, on_info=None):
+        """Searches ``board`` and returns (best move, ponder move or None, lines of the last iteration)."""
+        start = time.perf_counter()
+        self._setup(board, game_keys)
+        root = self.legal_root_moves(board)
+        if limits.searchmoves:
+            root = [m for m in root if m in limits.searchmoves] or root
+        if not root:
+            return 0, None, []
+        self.ctl[C_MAX_NODES] = limits.nodes or 0
+        max_depth = min(limits.depth or MAX_PLY - 8, MAX_PLY - 8)
+        multipv = max(1, min(multipv, len(root)))
+        lines = []
+        best_move, ponder_move = root[0], None
+        prev_best, stable = None, 0
+        prev_score = 0
+        for depth in range(1, max_depth + 1):
+            new_lines = []
+            excluded = []
+            completed = True
+            for k in range(multipv):
+                remaining = [m for m in root if m not in excluded]
+                self._set_root_moves(remaining)
+                score, completed = self._iteration(depth, lines[k].score if k < len(lines) else prev_score, k > 0)
+                n = int(self.pv_len[0])
+                pv = [int(m) for m in self.pv[0, :n]] if n > 0 else []
+                if not completed:
+                    if k == 0 and pv and depth > 1:
+                        # A root move that beat the previous best inside the aspiration window is good.
+                        best_move = pv[0]
+                        ponder_move = pv[1] if len(pv) > 1 else None
+                    break
+                if not pv:
+                    pv = [remaining[0]]
+                new_lines.append(Line(score, pv))
+                excluded.append(pv[0])
+            if not completed and not new_lines:
+                break
+            new_lines.sort(key=lambda line: -line.score)
+            if completed:
+                lines = new_lines
+            else:
+                lines = new_lines + lines[len(new_lines):]
+            best_move = lines[0].moves[0]
+            ponder_move = lines[0].moves[1] if len(lines[0].moves) > 1 else None
+            prev_score = lines[0].score
+            elapsed = time.perf_counter() - start
+            if on_info:
+                nodes = int(self.ctl[C_NODES])
+                for k, line in enumerate(lines):
+                    on_info(depth=depth, seldepth=int(self.ctl[C_SELDEPTH]), multipv=k + 1, score=line.score,
+                            nodes=nodes, time_ms=int(elapsed * 1000), nps=int(nodes / elapsed) if elapsed > 0 else 0,
+                            hashfull=self.hashfull(), pv=line.moves)
+            if not completed or self.ctl[C_STOP]:
+                break
+            if limits.mate and lines[0].score >= MATE_IN_MAX and (MATE - lines[0].score + 1) // 2 <= limits.mate:
+                break
+            stable = stable + 1 if best_move == prev_best else 0
+            prev_best = best_move
+            if clock is not None and not clock.should_continue(elapsed, stable, depth):
+                break
+            if limits.nodes and self.ctl[C_NODES] >= limits.nodes:
+                break
+        return best_move, ponder_move, lines
