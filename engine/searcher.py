@@ -135,6 +135,7 @@ class Searcher:
             self.keys[:root_index] = np.array(game_keys, dtype=np.uint64)
         self.keys[root_index] = board_key(board)
         self.ctl[C_ROOT_INDEX] = root_index
+        self.S[16][2][:] = 0   # no accumulator is valid for a new root
         self.ctl[C_STOP] = 0
         self.ctl[C_NODES] = 0
         self.ctl[C_TT_GEN] = (self.ctl[C_TT_GEN] + 1) & 31

@@ -17,8 +17,7 @@ class Clock:
         if limits.infinite or limits.ponder:
             return cls(None, None)
         if limits.movetime is not None:
-            t = max(1, limits.movetime - overhead_ms)
-            return cls(t, t)
+            return cls(None, max(1, limits.movetime - overhead_ms))
         remaining = limits.wtime if side == 0 else limits.btime
         if remaining is None:
             return cls(None, None)
@@ -33,6 +32,17 @@ class Clock:
     def start(self, on_deadline):
         if self.hard is not None:
             self._timer = threading.Timer(self.hard, on_deadline)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def rebase(self, fresh, elapsed_ms, on_deadline):
+        """After ponderhit: the budget of ``fresh`` counted from now, ``elapsed_ms`` into the search."""
+        self.cancel()
+        base = elapsed_ms / 1000.0
+        self.soft = None if fresh.soft is None else base + fresh.soft
+        self.hard = None if fresh.hard is None else base + fresh.hard
+        if fresh.hard is not None:
+            self._timer = threading.Timer(fresh.hard, on_deadline)
             self._timer.daemon = True
             self._timer.start()
 

@@ -1,23 +1,33 @@
-"""Compiles (or loads from the cache) every hot function once, for `make install`."""
+"""Compiles (or loads from Numba's cache) every hot function once, for `make install` and start-up."""
 import time
+
+import numpy as np
+
+
+def warm_search_code(searcher):
+    """A tiny search, perft and evaluation so that the first real `go` does not compile."""
+    from engine.fen import STARTING_FEN, parse_fen
+    from engine.perft import perft_divide
+    from engine.searcher import Limits
+    from nnue.evaluate import eval_report
+    board = parse_fen("r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1")
+    searcher.think(board, [], Limits(depth=3))
+    searcher.clear()
+    perft_divide(searcher.T, board.bb, board.board, board.st, 2, np.empty(256, np.int32), np.empty(256, np.int64))
+    eval_report(searcher.net, board.board, board.side, board.halfmove)
 
 
 def main():
     start = time.perf_counter()
     from engine.fen import STARTING_FEN, parse_fen
-    from engine.perft import perft, perft_divide
+    from engine.perft import perft
+    from engine.searcher import Searcher
     from engine.tables import tables
-    import numpy as np
+    from nnue.netfile import load_net
+    from nnue.netpath import resolve_net_path
     board = parse_fen(STARTING_FEN)
-    T = tables()
-    perft(T, board.bb, board.board, board.st, 3)
-    perft_divide(T, board.bb, board.board, board.st, 2, np.empty(256, np.int32), np.empty(256, np.int64))
-    try:
-        from engine.warm_search import warm_search
-    except ImportError:
-        warm_search = None
-    if warm_search is not None:
-        warm_search()
+    perft(tables(), board.bb, board.board, board.st, 3)
+    warm_search_code(Searcher(load_net(resolve_net_path()), 1))
     print(f"compiled code ready in {time.perf_counter() - start:.1f} s")
 
 

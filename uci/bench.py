@@ -1,0 +1,32 @@
+"""``bench``: a fixed set of positions searched to a fixed depth from an empty hash.
+
+The total node count is a signature of the search: any change to its behaviour changes it.
+"""
+import time
+
+from engine.fen import parse_fen
+from engine.bench_positions import BENCH_FENS
+from engine.searcher import Limits
+
+DEFAULT_DEPTH = 11
+
+
+def run_bench(searcher, depth=None, send=print, fens=BENCH_FENS):
+    depth = depth or DEFAULT_DEPTH
+    total_nodes = 0
+    total_time = 0.0
+    for i, fen in enumerate(fens, 1):
+        board = parse_fen(fen)
+        searcher.clear()
+        start = time.perf_counter()
+        searcher.think(board, [], Limits(depth=depth))
+        total_time += time.perf_counter() - start
+        nodes = int(searcher.ctl[0])
+        total_nodes += nodes
+        send(f"Position: {i}/{len(fens)} ({fen}): {nodes} nodes")
+    send("")
+    send("===========================")
+    send(f"Total time (ms) : {int(total_time * 1000)}")
+    send(f"Nodes searched  : {total_nodes}")
+    send(f"Nodes/second    : {int(total_nodes / total_time) if total_time > 0 else 0}")
+    return total_nodes, total_time

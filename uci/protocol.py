@@ -1,0 +1,439 @@
+"""The UCI loop: parses commands, keeps the game state and runs searches in a worker thread.
+
+Only standard-library modules are imported at the top so that ``uci`` is answered at once; the
+engine (Numba code, the net) is loaded in the background and is ready before ``readyok``.
+Every command is handled inside a guard: a bad command gets one ``info string`` line and the
+previous state stays as it was.
+"""
+import os
+import sys
+import threading
+import time
+import traceback
+
+ENGINE_NAME = "Quantfish 0.1"
+ENGINE_AUTHOR = "the Quantfish developers"
+DEFAULT_NET = "nn-ad9b42354671.nnue"
+
+
+class UciError(Exception):
+    """A command that cannot be carried out; its text goes to the GUI as an info string."""
+
+
+class Option:
+    def __init__(self, name, kind, default=None, lo=None, hi=None):
+        self.name, self.kind, self.default, self.lo, self.hi = name, kind, default, lo, hi
+        self.value = default
+
+    def describe(self):
+        text = f"option name {self.name} type {self.kind}"
+        if self.kind == "spin":
+            text += f" default {self.default} min {self.lo} max {self.hi}"
+        elif self.kind == "check":
+            text += f" default {'true' if self.default else 'false'}"
+        elif self.kind == "string":
+            text += f" default {self.default}"
+        return text
+
+    def parse(self, text):
+        if self.kind == "spin":
+            try:
+                v = int(text)
+            except (TypeError, ValueError):
+                raise UciError(f"option {self.name} needs an integer, got {text!r}") from None
+            if not self.lo <= v <= self.hi:
+                raise UciError(f"option {self.name} must be between {self.lo} and {self.hi}, got {v}")
+            return v
+        if self.kind == "check":
+            if text is None or text.lower() not in ("true", "false"):
+                raise UciError(f"option {self.name} needs true or false, got {text!r}")
+            return text.lower() == "true"
+        if self.kind == "string":
+            if text is None or text == "":
+                raise UciError(f"option {self.name} needs a value")
+            return text
+        return None
+
+
+def make_options():
+    opts = [
+        Option("Threads", "spin", 1, 1, 1),
+        Option("Hash", "spin", 16, 1, 16384),
+        Option("Clear Hash", "button"),
+        Option("Ponder", "check", False),
+        Option("MultiPV", "spin", 1, 1, 256),
+        Option("Move Overhead", "spin", 10, 0, 5000),
+        Option("UCI_Chess960", "check", False),
+        Option("EvalFile", "string", DEFAULT_NET),
+    ]
+    return {o.name.lower(): o for o in opts}
+
+
+class UciEngine:
+    def __init__(self, out=None):
+        self._out = out or self._stdout
+        self._lock = threading.Lock()
+        self.options = make_options()
+        self._ready = threading.Event()
+        self._init_error = None
+        self._loader = None
+        self._search_thread = None
+        self._search_done = True
+        self._searcher = None
+        self._net = None
+        self._board = None
+        self._game_keys = []
+        self._pondering = False
+        self._ponder_release = threading.Event()
+        self._clock = None
+        self._limits = None
+        self._search_started = 0.0
+
+    # -- output -------------------------------------------------------------------------------
+
+    @staticmethod
+    def _stdout(line):
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+
+    def send(self, line):
+        with self._lock:
+            self._out(line)
+
+    def info_string(self, text):
+        self.send(f"info string {text}")
+
+    # -- start-up -----------------------------------------------------------------------------
+
+    def start_loading(self):
+        if self._loader is None:
+            self._loader = threading.Thread(target=self._load, daemon=True)
+            self._loader.start()
+
+    def _load(self):
+        try:
+            from engine.fen import STARTING_FEN, parse_fen
+            self._board = parse_fen(STARTING_FEN)
+            self._load_net(self.options["evalfile"].value)
+            from engine.warm import warm_search_code
+            warm_search_code(self._searcher)
+        except Exception as exc:  # reported on isready / go, never a traceback on stdout
+            self._init_error = str(exc)
+            print(traceback.format_exc(), file=sys.stderr)
+        finally:
+            self._ready.set()
+
+    def _load_net(self, name):
+        from engine.searcher import Searcher
+        from nnue.netfile import load_net
+        from nnue.netpath import resolve_net_path
+        path = resolve_net_path(name if name != DEFAULT_NET else None)
+        net = load_net(path)
+        self._net = net
+        self._searcher = Searcher(net, self.options["hash"].value)
+        self._net_path = str(path)
+
+    def ensure_ready(self):
+        self.start_loading()
+        self._ready.wait()
+        if self._searcher is None:
+            raise UciError(f"engine not ready: {self._init_error or 'no net loaded'}")
+
+    # -- commands -----------------------------------------------------------------------------
+
+    def handle(self, line):
+        """Handles one command line; returns False on quit."""
+        tokens = line.strip().split()
+        if not tokens:
+            return True
+        cmd, args = tokens[0], tokens[1:]
+        try:
+            if cmd == "quit":
+                self.cmd_stop()
+                return False
+            handler = getattr(self, "cmd_" + cmd, None) if cmd.isidentifier() else None
+            if handler is None:
+                raise UciError(f"unknown command: {line.strip()}")
+            handler(args)
+        except UciError as exc:
+            self.info_string(str(exc))
+        except Exception as exc:  # a bug must not kill the loop nor reach stdout as a traceback
+            self.info_string(f"error: {type(exc).__name__}: {exc}")
+            print(traceback.format_exc(), file=sys.stderr)
+        return True
+
+    def cmd_uci(self, args):
+        self.send(f"id name {ENGINE_NAME}")
+        self.send(f"id author {ENGINE_AUTHOR}")
+        self.send("")
+        for opt in self.options.values():
+            self.send(opt.describe())
+        self.send("uciok")
+        self.start_loading()
+
+    def cmd_isready(self, args):
+        self.start_loading()
+        self._ready.wait()
+        if self._init_error:
+            self.info_string(f"engine not ready: {self._init_error}")
+        self.send("readyok")
+
+    def cmd_debug(self, args):
+        pass
+
+    def cmd_register(self, args):
+        pass
+
+    def cmd_setoption(self, args):
+        if not args or args[0] != "name":
+            raise UciError("setoption needs: setoption name <name> [value <value>]")
+        rest = args[1:]
+        if "value" in rest:
+            i = rest.index("value")
+            name, value = " ".join(rest[:i]), " ".join(rest[i + 1:])
+        else:
+            name, value = " ".join(rest), None
+        opt = self.options.get(name.lower())
+        if opt is None:
+            raise UciError(f"unknown option: {name}")
+        if self._searching():
+            raise UciError(f"cannot change {opt.name} during a search")
+        if opt.kind == "button":
+            if opt.name == "Clear Hash":
+                self.ensure_ready()
+                self._searcher.clear()
+            return
+        new = opt.parse(value)
+        if opt.name == "EvalFile":
+            self.ensure_ready()
+            old_searcher, old_net = self._searcher, self._net
+            try:
+                self._load_net(new)
+            except (OSError, ValueError) as exc:
+                self._searcher, self._net = old_searcher, old_net
+                raise UciError(f"EvalFile {new!r} not loaded, keeping the previous net: {exc}") from None
+            self.info_string(f"NNUE evaluation using {self._net_path}")
+        elif opt.name == "Hash" and self._searcher is not None:
+            self._searcher.resize(new)
+        opt.value = new
+
+    def cmd_ucinewgame(self, args):
+        self.ensure_ready()
+        if not self._searching():
+            self._searcher.clear()
+
+    def cmd_position(self, args):
+        self.ensure_ready()
+        from engine.fen import STARTING_FEN, parse_fen
+        from engine.notation import parse_uci_move, push
+        from engine.searcher import board_key
+        chess960 = self.options["uci_chess960"].value
+        if not args:
+            raise UciError("position needs startpos or fen")
+        if args[0] == "startpos":
+            fen, rest = STARTING_FEN, args[1:]
+        elif args[0] == "fen":
+            if "moves" in args:
+                i = args.index("moves")
+                fen, rest = " ".join(args[1:i]), args[i:]
+            else:
+                fen, rest = " ".join(args[1:]), []
+        else:
+            raise UciError(f"position needs startpos or fen, got {args[0]!r}")
+        if rest and rest[0] != "moves":
+            raise UciError(f"unexpected {rest[0]!r} in position command")
+        try:
+            board = parse_fen(fen, chess960)
+        except ValueError as exc:
+            raise UciError(f"bad FEN, position unchanged: {exc}") from None
+        keys = []
+        for text in rest[1:]:
+            try:
+                m = parse_uci_move(board, text, chess960 or board.chess960)
+            except ValueError:
+                raise UciError(f"illegal move {text} in position {board.fen()}, position unchanged") from None
+            keys.append(int(board_key(board)))
+            board = push(board, m)
+            if board.halfmove == 0:
+                keys = []
+        self._board, self._game_keys = board, keys
+
+    def cmd_d(self, args):
+        self.ensure_ready()
+        b = self._board
+        from engine.types import PIECE_LETTERS
+        self.send("")
+        for rank in range(7, -1, -1):
+            self.send(" +---+---+---+---+---+---+---+---+")
+            row = " | " + " | ".join(PIECE_LETTERS[int(b.board[rank * 8 + f])] for f in range(8)) + f" | {rank + 1}"
+            self.send(row)
+        self.send(" +---+---+---+---+---+---+---+---+")
+        self.send("   a   b   c   d   e   f   g   h")
+        self.send("")
+        self.send(f"Fen: {b.fen()}")
+        from engine.searcher import board_key
+        self.send(f"Key: {int(board_key(b)):016X}")
+
+    def cmd_eval(self, args):
+        self.ensure_ready()
+        from nnue.evaluate import eval_report
+        from uci.eval_command import format_human
+        b = self._board
+        report = eval_report(self._net, b.board, b.side, b.halfmove)
+        for line in format_human(report, b.side).splitlines():
+            self.send(line)
+
+    def cmd_bench(self, args):
+        self.ensure_ready()
+        from uci.bench import run_bench
+        depth = int(args[0]) if args and args[0].isdigit() else None
+        run_bench(self._searcher, depth, self.send)
+
+    def cmd_go(self, args):
+        self.ensure_ready()
+        if self._searching():
+            raise UciError("already searching; send stop first")
+        if args and args[0] == "perft":
+            self._go_perft(args[1:])
+            return
+        limits = self._parse_go(args)
+        self._start_search(limits)
+
+    def _go_perft(self, args):
+        if not args or not args[0].isdigit():
+            raise UciError("go perft needs a depth")
+        import numpy as np
+        from engine.movegen import MAX_MOVES
+        from engine.notation import move_to_uci
+        from engine.perft import perft_divide
+        depth = int(args[0])
+        b = self._board
+        moves = np.empty(MAX_MOVES, np.int32)
+        counts = np.empty(MAX_MOVES, np.int64)
+        n = perft_divide(self._searcher.T, b.bb, b.board, b.st, max(depth, 1), moves, counts)
+        chess960 = self.options["uci_chess960"].value or b.chess960
+        for i in range(n):
+            self.send(f"{move_to_uci(moves[i], chess960)}: {int(counts[i])}")
+        self.send("")
+        self.send(f"Nodes searched: {int(counts[:n].sum()) if depth > 0 else 1}")
+
+    def _parse_go(self, args):
+        from engine.notation import parse_uci_move
+        from engine.searcher import Limits
+        limits = Limits()
+        ints = {"wtime", "btime", "winc", "binc", "movestogo", "depth", "nodes", "movetime", "mate"}
+        i = 0
+        while i < len(args):
+            tok = args[i]
+            if tok in ints:
+                if i + 1 >= len(args):
+                    raise UciError(f"go {tok} needs a number")
+                try:
+                    value = int(args[i + 1])
+                except ValueError:
+                    raise UciError(f"go {tok} needs a number, got {args[i + 1]!r}") from None
+                if tok in ("wtime", "btime"):
+                    value = max(value, 0)
+                elif value < 0 or (value == 0 and tok in ("depth", "nodes", "movestogo", "mate")):
+                    raise UciError(f"go {tok} must be positive, got {value}")
+                setattr(limits, tok, value)
+                i += 2
+            elif tok == "infinite":
+                limits.infinite = True
+                i += 1
+            elif tok == "ponder":
+                limits.ponder = True
+                i += 1
+            elif tok == "searchmoves":
+                i += 1
+                chess960 = self.options["uci_chess960"].value or self._board.chess960
+                while i < len(args) and args[i] not in ints and args[i] not in ("infinite", "ponder"):
+                    try:
+                        limits.searchmoves.append(parse_uci_move(self._board, args[i], chess960))
+                    except ValueError:
+                        raise UciError(f"searchmoves: illegal move {args[i]}") from None
+                    i += 1
+            else:
+                raise UciError(f"unknown go parameter {tok!r}")
+        return limits
+
+    def _searching(self):
+        """True until the search has decided its best move (its thread may still be finishing)."""
+        return self._search_thread is not None and self._search_thread.is_alive() and not self._search_done
+
+    def _start_search(self, limits):
+        from engine.timeman import Clock
+        board = self._board
+        self._limits = limits
+        self._pondering = limits.ponder
+        self._ponder_release.clear()
+        self._clock = Clock.for_limits(limits, board.side, self.options["move overhead"].value)
+        self._search_started = time.perf_counter()
+        if self._search_thread is not None:
+            self._search_thread.join()
+        self._search_done = False
+        self._search_thread = threading.Thread(target=self._search_main, args=(board, list(self._game_keys), limits),
+                                               daemon=True)
+        self._search_thread.start()
+
+    def _search_main(self, board, keys, limits):
+        from engine.notation import move_to_uci
+        from engine.searcher import score_to_uci
+        searcher = self._searcher
+        chess960 = self.options["uci_chess960"].value or board.chess960
+
+        def on_info(depth, seldepth, multipv, score, nodes, time_ms, nps, hashfull, pv):
+            self.send(f"info depth {depth} seldepth {seldepth} multipv {multipv} score {score_to_uci(score)} "
+                      f"nodes {nodes} nps {nps} hashfull {hashfull} time {time_ms} pv "
+                      + " ".join(move_to_uci(m, chess960) for m in pv))
+
+        best = ponder = None
+        try:
+            self._clock.start(searcher.stop)
+            best, ponder, _ = searcher.think(board, keys, limits, self.options["multipv"].value, self._clock, on_info)
+        except Exception as exc:
+            self.info_string(f"search error: {type(exc).__name__}: {exc}")
+            print(traceback.format_exc(), file=sys.stderr)
+        finally:
+            self._clock.cancel()
+        # In ponder and infinite mode the GUI must say stop (or ponderhit) before bestmove.
+        if limits.infinite or self._pondering:
+            while not searcher.ctl[1] and not self._ponder_release.is_set():
+                time.sleep(0.002)
+        text = "bestmove 0000"
+        if best:
+            text = f"bestmove {move_to_uci(best, chess960)}"
+            if ponder:
+                text += f" ponder {move_to_uci(ponder, chess960)}"
+        self._search_done = True
+        self.send(text)
+
+    def cmd_stop(self, args=None):
+        if self._searcher is not None:
+            self._searcher.stop()
+        if self._search_thread is not None:
+            self._search_thread.join()
+
+    def cmd_ponderhit(self, args=None):
+        if not self._searching() or not self._pondering:
+            return
+        from engine.timeman import Clock
+        limits = self._limits
+        limits.ponder = False
+        elapsed_ms = (time.perf_counter() - self._search_started) * 1000
+        fresh = Clock.for_limits(limits, self._board_side_of_search(), self.options["move overhead"].value)
+        self._clock.rebase(fresh, elapsed_ms, self._searcher.stop)
+        self._pondering = False
+        self._ponder_release.set()
+
+    def _board_side_of_search(self):
+        return self._board.side
+
+
+def run_uci(stream=None):
+    engine = UciEngine()
+    stream = stream or sys.stdin
+    for line in stream:
+        if not engine.handle(line):
+            break
+    engine.cmd_stop()
