@@ -1,0 +1,245 @@
+"""The engine driven as a subprocess over UCI, as a GUI or match runner would."""
+import os
+import queue
+import subprocess
+import sys
+import threading
+import time
+
+import chess
+import chess.engine
+import pytest
+
+ENGINE = [sys.executable, "-m", "uci.cli"]
+ROOT = os.path.join(os.path.dirname(__file__), "..")
+
+
+class Uci:
+    """A running engine with a line reader that never blocks the test forever."""
+
+    def __init__(self):
+        self.p = subprocess.Popen(ENGINE, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  text=True, bufsize=1, cwd=ROOT)
+        self.lines = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+        self.seen = []
+
+    def _read(self):
+        for line in self.p.stdout:
+            self.lines.put(line.rstrip("\n"))
+        self.lines.put(None)
+
+    def send(self, text):
+        self.p.stdin.write(text + "\n")
+        self.p.stdin.flush()
+
+    def expect(self, prefix, timeout=60):
+        """Lines up to and including the first that starts with ``prefix``."""
+        got = []
+        deadline = time.time() + timeout
+        while True:
+            line = self.lines.get(timeout=max(0.01, deadline - time.time()))
+            assert line is not None, f"engine exited; saw {got}"
+            got.append(line)
+            self.seen.append(line)
+            if line.startswith(prefix):
+                return got
+
+    def close(self):
+        try:
+            self.send("quit")
+            self.p.wait(timeout=10)
+        except Exception:
+            self.p.kill()
+        out = self.p.stderr.read()
+        return out
+
+
+@pytest.fixture
+def uci():
+    engine = Uci()
+    engine.send("uci")
+    engine.expect("uciok", timeout=10)
+    engine.send("isready")
+    engine.expect("readyok", timeout=300)
+    yield engine
+    engine.close()
+    assert all("Traceback" not in line for line in engine.seen)
+
+
+def test_uci_handshake_lists_options():
+    engine = Uci()
+    start = time.time()
+    engine.send("uci")
+    lines = engine.expect("uciok", timeout=10)
+    assert time.time() - start < 5
+    assert lines[0] == "id name Quantfish 0.1"
+    text = "\n".join(lines)
+    for name in ("Hash", "Clear Hash", "Threads", "EvalFile", "Move Overhead", "Ponder", "MultiPV", "UCI_Chess960"):
+        assert f"option name {name} type" in text
+    engine.close()
+
+
+def _bestmove(lines):
+    return lines[-1].split()[1]
+
+
+def test_go_depth_gives_info_and_legal_bestmove(uci):
+    uci.send("position startpos moves e2e4 e7e5 g1f1" if False else "position startpos moves e2e4 e7e5 g1f3")
+    uci.send("go depth 6")
+    lines = uci.expect("bestmove")
+    infos = [l for l in lines if l.startswith("info depth")]
+    assert infos and all(k in infos[-1].split() for k in ("seldepth", "score", "nodes", "nps", "time", "pv",
+                                                           "hashfull", "multipv"))
+    assert "depth 6" in infos[-1]
+    board = chess.Board()
+    for m in ("e2e4", "e7e5", "g1f3"):
+        board.push_uci(m)
+    assert chess.Move.from_uci(_bestmove(lines)) in board.legal_moves
+
+
+def test_stop_ends_infinite_search_quickly(uci):
+    uci.send("position startpos")
+    uci.send("go infinite")
+    time.sleep(1.0)
+    start = time.time()
+    uci.send("stop")
+    lines = uci.expect("bestmove", timeout=5)
+    assert time.time() - start < 0.5
+    assert chess.Move.from_uci(_bestmove(lines)) in chess.Board().legal_moves
+
+
+def test_infinite_search_waits_for_stop_even_when_done(uci):
+    uci.send("position fen k7/8/1K6/8/8/8/8/7R w - - 0 1")  # mate in 1 found at once
+    uci.send("go infinite depth 3")
+    time.sleep(0.5)
+    assert uci.lines.empty() or all(not l.startswith("bestmove") for l in list(uci.lines.queue))
+    uci.send("stop")
+    assert _bestmove(uci.expect("bestmove", timeout=5)) == "h1h8"
+
+
+def test_ponderhit_turns_ponder_into_normal_search(uci):
+    uci.send("position startpos moves e2e4 e7e5")
+    uci.send("go ponder wtime 2000 btime 2000")
+    time.sleep(0.3)
+    uci.send("ponderhit")
+    lines = uci.expect("bestmove", timeout=5)
+    assert chess.Move.from_uci(_bestmove(lines)) in chess.Board("rnbqkbnr/pppp1ppp/8/4p3/4P3/8/PPPP1PPP/RNBQKBNR w KQkq - 0 2").legal_moves
+
+
+def test_movetime_is_respected(uci):
+    uci.send("position startpos")
+    start = time.time()
+    uci.send("go movetime 300")
+    uci.expect("bestmove", timeout=5)
+    assert time.time() - start < 1.0
+
+
+@pytest.mark.parametrize("moves", [
+    "e2e4 d7d5 e4e5 f7f5 e5f6",
+    "g1f3 g8f6 g2g3 g7g6 f1g2 f8g7 e1g1 e8g8",
+    "b1c3 d7d5 d2d4 c8f5 c1f4 b8c6 d1d2 d8d7 e1c1 e8c8",
+    "h2h4 g7g5 h4g5 h7h5 g5g6 h5h4 g6g7 h4h3 g7h8q h3g2 h8g8 g2f1n",
+])
+def test_position_moves_with_special_moves(uci, moves):
+    board = chess.Board()
+    for m in moves.split():
+        board.push_uci(m)
+    fen_after = board.fen(en_passant="xfen")
+    uci.send(f"position startpos moves {moves}")
+    uci.send("d")
+    lines = uci.expect("Key:")
+    assert f"Fen: {fen_after}" in lines
+
+
+BAD_INPUT = [
+    ("position fen 8/8/8 w - - 0 1", "bad FEN"),
+    ("position startpos moves e2e5", "illegal move e2e5"),
+    ("position", "position needs"),
+    ("position sideways", "position needs"),
+    ("setoption name Hash value lots", "needs an integer"),
+    ("setoption name Hash value 999999", "between"),
+    ("setoption name NoSuchOption value 3", "unknown option"),
+    ("setoption", "setoption needs"),
+    ("setoption name EvalFile value /no/such/file.nnue", "keeping the previous net"),
+    ("go depth -3", "must be positive"),
+    ("go wtime", "needs a number"),
+    ("go sideways", "unknown go parameter"),
+    ("flibbertigibbet", "unknown command"),
+    ("go searchmoves e2e5", "illegal move"),
+]
+
+
+@pytest.mark.parametrize("command,words", BAD_INPUT)
+def test_bad_input_gets_info_string_and_state_is_kept(uci, command, words):
+    uci.send("position startpos moves e2e4")
+    uci.send(command)
+    uci.send("d")
+    lines = uci.expect("Key:")
+    strings = [l for l in lines if l.startswith("info string")]
+    assert len(strings) == 1 and words in strings[0], lines
+    assert "Fen: rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1" in lines
+    uci.send("isready")
+    uci.expect("readyok", timeout=10)
+
+
+def test_corrupt_evalfile_is_refused(uci, tmp_path):
+    bad = tmp_path / "bad.nnue"
+    bad.write_bytes(b"\x00" * 1000)
+    uci.send(f"setoption name EvalFile value {bad}")
+    uci.send("position startpos")
+    uci.send("go depth 2")
+    lines = uci.expect("bestmove")
+    assert any(l.startswith("info string") and "previous net" in l for l in lines)
+
+
+def test_multipv_gives_distinct_lines(uci):
+    uci.send("setoption name MultiPV value 3")
+    uci.send("position startpos")
+    uci.send("go depth 5")
+    lines = uci.expect("bestmove")
+    last = [l for l in lines if l.startswith("info depth 5 ")]
+    assert [l.split()[l.split().index("multipv") + 1] for l in last] == ["1", "2", "3"]
+    firsts = {l.split()[l.split().index("pv") + 1] for l in last}
+    assert len(firsts) == 3
+
+
+def test_chess960_castling_is_king_takes_rook(uci):
+    uci.send("setoption name UCI_Chess960 value true")
+    uci.send("position fen bqnb1rkr/pp3ppp/3ppn2/2p5/5P2/P2P4/NPP1P1PP/BQ1BNRKR w HFhf - 2 9")
+    uci.send("go perft 1")
+    lines = uci.expect("Nodes searched")
+    assert lines[-1] == "Nodes searched: 21"
+    uci.send("position fen rk2r3/8/8/8/8/8/8/RK2R3 w EAea - 0 1 moves b1a1")
+    uci.send("d")
+    lines = uci.expect("Key:")
+    assert "Fen: rk2r3/8/8/8/8/8/8/2KRR3 b kq - 1 1" in lines
+    # Castling into the file of an enemy rook is refused even though the rook shields the king now.
+    uci.send("position fen 1r2k1r1/8/8/8/8/8/8/1R2K1R1 w GBgb - 0 1 moves e1g1")
+    lines = uci.expect("info string")
+    assert "illegal move e1g1" in lines[-1]
+
+
+def test_go_perft_and_eval_commands(uci):
+    uci.send("position startpos")
+    uci.send("go perft 3")
+    lines = uci.expect("Nodes searched")
+    assert lines[-1] == "Nodes searched: 8902"
+    uci.send("eval")
+    lines = uci.expect("Final evaluation")
+    assert any("this bucket is used" in l for l in lines)
+
+
+def test_game_against_itself_via_python_chess():
+    """A whole game through python-chess's engine module: every move legal, no crash."""
+    with chess.engine.SimpleEngine.popen_uci(ENGINE, cwd=ROOT, timeout=300) as engine:
+        engine.configure({"Hash": 8})
+        board = chess.Board()
+        while not board.is_game_over(claim_draw=True) and board.ply() < 120:
+            result = engine.play(board, chess.engine.Limit(white_clock=5, black_clock=5, white_inc=0.05,
+                                                           black_inc=0.05))
+            assert result.move in board.legal_moves
+            board.push(result.move)
+        info = engine.analyse(board, chess.engine.Limit(depth=4)) if not board.is_game_over() else None
+        if info is not None:
+            assert "score" in info
