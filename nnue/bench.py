@@ -1,0 +1,270 @@
+"""NNUE speed: evaluations per second from scratch and incrementally along game move sequences.
+
+    python -m nnue.bench [--net PATH] [--games N] [--plies N] [--runs N] [--no-stockfish]
+
+Move sequences are games from fixed openings (``8moves_v3.epd`` when present, else the start position)
+continued by Stockfish at a small node count when a Stockfish binary is available, else by seeded random
+legal moves. The timed loops run inside compiled code over pre-built arrays, so Python overhead is not
+counted. Each figure is the median of several runs.
+
+The Stockfish 15.1 comparison is measured in the same run, two ways, both stated in the output:
+``eval`` commands per second (an upper bound on its per-evaluation cost: the command also runs the
+classical trace and prints tables) and ``bench`` nodes per second (every node costs at most about one
+incremental evaluation plus search work).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import chess
+import numpy as np
+from numba import njit
+
+from nnue.accumulator import ensure_accumulator, make_stack, refresh_ply
+from nnue.evaluate import evaluate
+from nnue.inference import make_scratch
+from nnue.netfile import load_net
+from nnue.netpath import resolve_net_path
+from nnue.pychess_bridge import dirty_pieces, mailbox, set_dirty, side_to_move
+
+OPENINGS = "/work/shared/data/openings/8moves_v3.epd"
+
+
+@njit(cache=True, nogil=True)
+def bench_scratch(net, boards, sides, rule50s, acc, psqt, computed, scratch):
+    """Refresh both perspectives and evaluate every position; returns a checksum."""
+    total = 0
+    for i in range(boards.shape[0]):
+        refresh_ply(net, acc, psqt, computed, 0, boards[i])
+        total += evaluate(net, acc, psqt, 0, sides[i], boards[i], rule50s[i], 0, scratch)
+    return total
+
+
+@njit(cache=True, nogil=True)
+def bench_incremental(net, boards, sides, rule50s, kings, dirty, ndirty, acc, psqt, computed, scratch):
+    """Play the sequence as a search would: ply p = move p, lazy update, evaluate at every ply."""
+    total = 0
+    refresh_ply(net, acc, psqt, computed, 0, boards[0])
+    for p in range(1, boards.shape[0]):
+        computed[p, 0] = 0
+        computed[p, 1] = 0
+        ensure_accumulator(net, acc, psqt, computed, dirty, ndirty, p, boards[p], kings[p, 0], kings[p, 1])
+        total += evaluate(net, acc, psqt, p, sides[p], boards[p], rule50s[p], 0, scratch)
+    return total
+
+
+def _stockfish_path():
+    found = shutil.which("stockfish")
+    if found:
+        return found
+    return "/usr/games/stockfish" if os.access("/usr/games/stockfish", os.X_OK) else None
+
+
+def _openings(n):
+    fens = []
+    if os.path.exists(OPENINGS):
+        with open(OPENINGS) as fh:
+            for line in fh:
+                parts = line.split()
+                if len(parts) >= 4:
+                    fens.append(" ".join(parts[:4]) + " 0 1")
+                if len(fens) >= n:
+                    break
+    while len(fens) < n:
+        fens.append(chess.STARTING_FEN)
+    return fens
+
+
+class _Stockfish:
+    def __init__(self, path):
+        self.p = subprocess.Popen([path], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+        self.send("uci")
+        self.wait("uciok")
+        self.send("setoption name Threads value 1")
+        self.send("isready")
+        self.wait("readyok")
+
+    def send(self, s):
+        self.p.stdin.write(s + "\n")
+
+    def wait(self, prefix):
+        lines = []
+        for line in self.p.stdout:
+            lines.append(line)
+            if line.startswith(prefix):
+                return line, lines
+        raise RuntimeError("stockfish exited")
+
+    def bestmove(self, fen, moves, nodes):
+        self.send(f"position fen {fen} moves {' '.join(moves)}".rstrip())
+        self.send(f"go nodes {nodes}")
+        line, _ = self.wait("bestmove")
+        return line.split()[1]
+
+    def close(self):
+        try:
+            self.send("quit")
+            self.p.wait(timeout=5)
+        except Exception:
+            self.p.kill()
+
+
+def game_sequences(games, plies, seed=1):
+    """Lists of python-chess boards along games (Stockfish-played when available, else random)."""
+    rng = random.Random(seed)
+    sf_path = _stockfish_path()
+    sf = _Stockfish(sf_path) if sf_path else None
+    seqs = []
+    try:
+        for fen in _openings(games):
+            board = chess.Board(fen)
+            seq = [board.copy()]
+            moves = []
+            for _ in range(plies):
+                if board.is_game_over(claim_draw=False):
+                    break
+                if sf:
+                    uci = sf.bestmove(fen, moves, 2000)
+                    move = chess.Move.from_uci(uci)
+                else:
+                    move = rng.choice(list(board.legal_moves))
+                moves.append(move.uci())
+                seq.append((board.copy(), move))
+                board.push(move)
+                seq[-1] = (seq[-1][0], move, board.copy())
+            seqs.append(seq)
+    finally:
+        if sf:
+            sf.close()
+    return seqs, ("Stockfish go nodes 2000" if sf else "seeded random legal moves")
+
+
+def sequence_arrays(seq, max_ply):
+    """Boards, sides, rule50, king squares and dirty pieces of one game for the compiled loops."""
+    n = min(len(seq), max_ply)
+    boards = np.zeros((n, 64), np.int8)
+    sides = np.zeros(n, np.int64)
+    r50 = np.zeros(n, np.int64)
+    kings = np.zeros((n, 2), np.int64)
+    _, _, _, dirty, ndirty = make_stack(8, n)
+    for p in range(n):
+        if p == 0:
+            b = seq[0]
+        else:
+            before, move, b = seq[p]
+            set_dirty(dirty, ndirty, p, dirty_pieces(before, move))
+        boards[p] = mailbox(b)
+        sides[p] = side_to_move(b)
+        r50[p] = b.halfmove_clock
+        kings[p] = (b.king(chess.WHITE), b.king(chess.BLACK))
+    return boards, sides, r50, kings, dirty, ndirty
+
+
+def _median_rate(fn, count, runs):
+    rates = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        fn()
+        rates.append(count / (time.perf_counter() - t))
+    return statistics.median(rates)
+
+
+def stockfish_eval_rate(fens, path, count=3000, repeats=5):
+    """Stockfish ``eval`` commands per second: (median time of ``count`` evals) minus (median time of a
+    process that evaluates nothing), so process start and net loading are not counted."""
+    work = [fens[i % len(fens)] for i in range(count)]
+
+    def run(k):
+        # stdin comes from a file and stdout is drained as it arrives, so neither pipe can fill up.
+        with tempfile.TemporaryFile("w+") as script:
+            script.write("".join(f"position fen {f}\neval\n" for f in work[:k]) + "isready\nquit\n")
+            script.seek(0)
+            t = time.perf_counter()
+            proc = subprocess.Popen([path], stdin=script, stdout=subprocess.PIPE, text=True)
+            for line in proc.stdout:
+                if line.startswith("readyok"):
+                    break
+            elapsed = time.perf_counter() - t
+            proc.stdout.close()
+            proc.wait()
+        return elapsed
+    base = statistics.median(run(0) for _ in range(repeats))
+    full = statistics.median(run(count) for _ in range(repeats))
+    return count / max(full - base, 1e-9)
+
+
+def stockfish_bench_nps(path):
+    """Nodes/second of ``stockfish bench`` (16 MB hash, 1 thread, depth 13, its default position set)."""
+    out = subprocess.run([path, "bench"], capture_output=True, text=True, timeout=600)
+    for line in (out.stderr + out.stdout).splitlines():
+        if line.startswith("Nodes/second"):
+            return int(line.split(":")[1])
+    return None
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description="NNUE evaluation speed.")
+    ap.add_argument("--net", default=None)
+    ap.add_argument("--games", type=int, default=8)
+    ap.add_argument("--plies", type=int, default=120)
+    ap.add_argument("--runs", type=int, default=7)
+    ap.add_argument("--no-stockfish", action="store_true")
+    args = ap.parse_args(argv)
+
+    net = load_net(resolve_net_path(args.net))
+    arrays = net.arrays()
+    l1 = net.arch.l1
+    seqs, source = game_sequences(args.games, args.plies)
+    prepared = [sequence_arrays(s, args.plies + 1) for s in seqs]
+    boards = np.concatenate([p[0] for p in prepared])
+    sides = np.concatenate([p[1] for p in prepared])
+    r50 = np.concatenate([p[2] for p in prepared])
+    max_ply = max(len(p[0]) for p in prepared)
+    acc, psqt, computed, _, _ = make_stack(l1, max_ply)
+    scratch = make_scratch(l1)
+
+    # Warm up (compiles or loads from cache).
+    bench_scratch(arrays, boards[:2], sides[:2], r50[:2], acc, psqt, computed, scratch)
+    bench_incremental(arrays, *prepared[0][:4], prepared[0][4], prepared[0][5], acc, psqt, computed, scratch)
+
+    n_pos = boards.shape[0]
+    scratch_rate = _median_rate(
+        lambda: bench_scratch(arrays, boards, sides, r50, acc, psqt, computed, scratch), n_pos, args.runs)
+    n_inc = sum(len(p[0]) - 1 for p in prepared)
+
+    def inc():
+        for p in prepared:
+            bench_incremental(arrays, p[0], p[1], p[2], p[3], p[4], p[5], acc, psqt, computed, scratch)
+    inc_rate = _median_rate(inc, n_inc, args.runs)
+
+    print(f"net            : {os.path.basename(net.path)} ({net.arch.describe()})")
+    print(f"positions      : {n_pos} from {len(seqs)} games ({source}), median of {args.runs} runs")
+    print(f"from scratch   : {scratch_rate:12,.0f} evals/s  ({1e6 / scratch_rate:.2f} us/eval: refresh both "
+          f"perspectives + forward + final eval)")
+    print(f"incremental    : {inc_rate:12,.0f} evals/s  ({1e6 / inc_rate:.2f} us/eval: lazy update of both "
+          f"perspectives (refresh on own king moves) + forward + final eval)")
+
+    sf = None if args.no_stockfish else _stockfish_path()
+    if sf:
+        fens = [b.fen() for s in seqs for b in [s[0]] + [t[2] for t in s[1:]]][:400]
+        eval_rate = stockfish_eval_rate(fens, sf)
+        nps = stockfish_bench_nps(sf)
+        print(f"stockfish eval : {eval_rate:12,.0f} eval commands/s ({1e6 / eval_rate:.1f} us each; includes "
+              f"a fresh Position, NNUE from scratch, the classical trace and printing: an upper bound)")
+        if nps:
+            print(f"stockfish bench: {nps:12,} nodes/s ({1e6 / nps:.2f} us/node incl. search; an upper bound "
+                  f"on its incremental eval cost)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

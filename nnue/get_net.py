@@ -1,0 +1,126 @@
+"""Put Stockfish 15.1's net in place: ``python -m nnue.get_net [--dest nets/]``.
+
+Order: keep an existing file with the right sha256; else download it from the Stockfish test server
+(short timeout); else export it from an installed Stockfish 15.1 binary (``export_net``); else print what
+to do and exit with status 1. Every file is checked against the known sha256 before it is kept.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import urllib.request
+from pathlib import Path
+
+from nnue.netpath import DEFAULT_NET_NAME, DEFAULT_NET_SHA256, default_nets_dir, sha256_of
+
+URL = f"https://tests.stockfishchess.org/api/nn/{DEFAULT_NET_NAME}"
+STOCKFISH_CANDIDATES = ("stockfish", "/usr/games/stockfish")
+
+
+def _log(msg: str) -> None:
+    print(msg, file=sys.stderr)
+
+
+def _good(path: Path) -> bool:
+    return path.is_file() and sha256_of(path) == DEFAULT_NET_SHA256
+
+
+def _install(tmp: Path, dest: Path, source: str) -> bool:
+    """Move ``tmp`` to ``dest`` if its sha256 is right; otherwise delete it and say so."""
+    if not tmp.is_file():
+        _log(f"{source}: no file was produced")
+        return False
+    digest = sha256_of(tmp)
+    if digest != DEFAULT_NET_SHA256:
+        _log(f"{source}: wrong sha256 {digest} (expected {DEFAULT_NET_SHA256}); discarded")
+        tmp.unlink()
+        return False
+    os.replace(tmp, dest)
+    _log(f"{source}: {dest} ({dest.stat().st_size} bytes, sha256 ok)")
+    return True
+
+
+def try_download(dest: Path, timeout: float = 10.0) -> bool:
+    tmp = dest.with_suffix(".download")
+    try:
+        with urllib.request.urlopen(URL, timeout=timeout) as resp, open(tmp, "wb") as out:
+            shutil.copyfileobj(resp, out)
+    except Exception as exc:  # no network, HTTP error, timeout: all mean "try the next source"
+        _log(f"download from {URL} failed: {exc}")
+        tmp.unlink(missing_ok=True)
+        return False
+    return _install(tmp, dest, "download")
+
+
+def find_stockfish() -> list:
+    found = []
+    for name in STOCKFISH_CANDIDATES:
+        path = shutil.which(name) or (name if os.access(name, os.X_OK) else None)
+        if path and os.path.realpath(path) not in [os.path.realpath(p) for p in found]:
+            found.append(path)
+    return found
+
+
+def try_export(dest: Path, timeout: float = 60.0) -> bool:
+    """Ask each Stockfish found to ``export_net`` its embedded net; keep the first with the right sha256."""
+    binaries = find_stockfish()
+    if not binaries:
+        _log("no Stockfish binary found on PATH or at /usr/games/stockfish")
+    for binary in binaries:
+        with tempfile.TemporaryDirectory(dir=dest.parent) as tmpdir:
+            tmp = Path(tmpdir) / DEFAULT_NET_NAME
+            try:
+                subprocess.run([binary], input=f"export_net {tmp}\nquit\n", capture_output=True, text=True,
+                               timeout=timeout, check=False)
+            except (OSError, subprocess.TimeoutExpired) as exc:
+                _log(f"export from {binary} failed: {exc}")
+                continue
+            if _install(tmp, dest, f"export from {binary}"):
+                return True
+    return False
+
+
+def ensure_net(dest_dir=None) -> Path | None:
+    """Make sure the default net is in ``dest_dir`` (default <repo>/nets); return its path or None."""
+    dest_dir = Path(dest_dir) if dest_dir else default_nets_dir()
+    dest_dir.mkdir(parents=True, exist_ok=True)
+    dest = dest_dir / DEFAULT_NET_NAME
+    if dest.exists():
+        if _good(dest):
+            _log(f"{dest} is present, sha256 ok")
+            return dest
+        _log(f"{dest} exists but its sha256 is wrong; fetching a fresh copy")
+    if try_download(dest) or try_export(dest):
+        return dest
+    return None
+
+
+INSTRUCTIONS = f"""\
+Could not obtain {DEFAULT_NET_NAME}. Do one of:
+  * download {URL}
+    and put it in {{dest}};
+  * install Stockfish 15.1 (e.g. `apt install stockfish` on Debian 12) and run this command again,
+    which exports the net embedded in the binary;
+  * set QUANTFISH_NET to the path of a copy you already have.
+Expected sha256: {DEFAULT_NET_SHA256}"""
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description="Put Stockfish 15.1's NNUE net in place and check its sha256.")
+    ap.add_argument("--dest", default=None, help="directory for the net (default: <repo>/nets)")
+    args = ap.parse_args(argv)
+    path = ensure_net(args.dest)
+    if path is None:
+        _log(INSTRUCTIONS.format(dest=Path(args.dest) if args.dest else default_nets_dir()))
+        return 1
+    print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,218 @@
+"""Read and write Stockfish HalfKAv2_hm ``.nnue`` files, validating every size and hash.
+
+The layout is ``docs/nnue-sf15.1.md`` section 1: header (version, hash, description), FT hash, FT biases,
+weights and PSQT weights, then 8 layer stacks, then EOF. The L1 width is taken from the header hash (and
+the file size), never assumed, and LEB128-compressed FT tensors (Stockfish 16+) are accepted as well.
+Anything wrong raises ``NetFileError`` naming the problem with expected and found values.
+
+``Net.arrays()`` gives the weights as one plain tuple for compiled code; the index constants below name
+its slots.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from nnue import leb128
+from nnue.architecture import (
+    FC2_OUT, LEB128_MAGIC, VERSION, Architecture, architecture_from_header_hash,
+    architecture_from_raw_size,
+)
+
+# Slots of the tuple handed to compiled code (see Net.arrays).
+FT_BIAS, FT_WEIGHTS, FT_PSQT, B0, W0, W0T, B1, W1, B2, W2 = range(10)
+
+
+class NetFileError(ValueError):
+    """The file is missing, truncated, corrupt, or not a net this engine understands."""
+
+
+@dataclass(eq=False)
+class Net:
+    """A loaded net: architecture, description and integer parameters in file order."""
+
+    arch: Architecture
+    description: bytes
+    ft_bias: np.ndarray      # int16[L1]
+    ft_weights: np.ndarray   # int16[features, L1]
+    ft_psqt: np.ndarray      # int32[features, psqt_buckets]
+    b0: np.ndarray           # int32[stacks, 16]
+    w0: np.ndarray           # int8[stacks, 16, L1 padded]
+    b1: np.ndarray           # int32[stacks, 32]
+    w1: np.ndarray           # int8[stacks, 32, 32] (fc_1 input 30 padded to 32)
+    b2: np.ndarray           # int32[stacks]
+    w2: np.ndarray           # int8[stacks, 32]
+    path: str = ""
+    _tuple: tuple = field(default=None, repr=False)
+
+    @property
+    def description_text(self) -> str:
+        return self.description.decode("utf-8", errors="replace")
+
+    def arrays(self) -> tuple:
+        """The parameters as a tuple of C-contiguous arrays for compiled code (built once).
+
+        Slot ``W0T`` is fc_0's weights transposed to [stack][input][output] so that the sparse fc_0 reads
+        16 contiguous weights per non-zero input.
+        """
+        if self._tuple is None:
+            w0t = np.ascontiguousarray(self.w0.transpose(0, 2, 1))
+            self._tuple = (self.ft_bias, self.ft_weights, self.ft_psqt, self.b0, self.w0, w0t,
+                           self.b1, self.w1, self.b2, self.w2)
+        return self._tuple
+
+
+class _Reader:
+    """Cursor over the file bytes that turns short reads into 'truncated' errors."""
+
+    def __init__(self, data: bytes, path: str):
+        self.data = data
+        self.pos = 0
+        self.path = path
+
+    def take(self, n: int, what: str) -> memoryview:
+        if self.pos + n > len(self.data):
+            raise NetFileError(
+                f"{self.path}: truncated file: {what} needs {n} bytes at offset {self.pos}, "
+                f"but the file has {len(self.data)} bytes ({len(self.data) - self.pos} left)")
+        view = memoryview(self.data)[self.pos:self.pos + n]
+        self.pos += n
+        return view
+
+    def u32(self, what: str) -> int:
+        return struct.unpack("<I", self.take(4, what))[0]
+
+    def array(self, dtype, shape, what: str) -> np.ndarray:
+        dt = np.dtype(dtype).newbyteorder("<")
+        count = int(np.prod(shape))
+        raw = self.take(count * dt.itemsize, what)
+        return np.frombuffer(raw, dtype=dt).astype(np.dtype(dtype).newbyteorder("="), copy=True).reshape(shape)
+
+    def leb128(self, dtype, shape, what: str) -> np.ndarray:
+        magic = bytes(self.take(len(LEB128_MAGIC), f"{what} LEB128 magic"))
+        if magic != LEB128_MAGIC:
+            raise NetFileError(f"{self.path}: bad LEB128 magic before {what}: "
+                               f"expected {LEB128_MAGIC!r}, found {magic!r}")
+        nbytes = self.u32(f"{what} LEB128 byte count")
+        payload = np.frombuffer(self.take(nbytes, f"{what} LEB128 payload"), dtype=np.uint8)
+        count = int(np.prod(shape))
+        out = np.empty(count, dtype=np.int64)
+        used = leb128.decode(payload, count, np.dtype(dtype).itemsize * 8, out)
+        if used != nbytes:
+            raise NetFileError(f"{self.path}: corrupt LEB128 block for {what}: byte count says {nbytes}, "
+                               f"{count} values used {'more' if used < 0 else used}")
+        return out.astype(dtype).reshape(shape)
+
+    def check_hash(self, expected: int, what: str) -> None:
+        found = self.u32(what)
+        if found != expected:
+            raise NetFileError(f"{self.path}: {what} mismatch: expected 0x{expected:08X}, found 0x{found:08X}")
+
+
+def load_net(path) -> Net:
+    """Read and validate a ``.nnue`` file; raise ``NetFileError`` with a clear message on any problem."""
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise NetFileError(f"net file not found: {path}")
+    if not os.path.isfile(path):
+        raise NetFileError(f"net path is not a file: {path}")
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise NetFileError(f"cannot read net file {path}: {exc.strerror or exc}") from None
+    r = _Reader(data, path)
+
+    version = r.u32("version")
+    if version != VERSION:
+        raise NetFileError(f"{path}: bad version: expected 0x{VERSION:08X}, found 0x{version:08X} "
+                           f"(not a HalfKAv2_hm .nnue net of Stockfish 15.1-17.1)")
+    hhash = r.u32("header hash")
+    desc_len = r.u32("description length")
+    description = bytes(r.take(desc_len, "description"))
+    ft_hash_pos = r.pos
+    compressed = data[ft_hash_pos + 4:ft_hash_pos + 4 + len(LEB128_MAGIC)] == LEB128_MAGIC
+
+    arch = architecture_from_header_hash(hhash, compressed_ft=compressed)
+    if arch is None:
+        guess = None if compressed else architecture_from_raw_size(len(data), desc_len)
+        if guess is not None:
+            raise NetFileError(f"{path}: header hash mismatch: expected 0x{guess.header_hash:08X} "
+                               f"(L1={guess.l1}, from the file size), found 0x{hhash:08X}")
+        raise NetFileError(f"{path}: header hash mismatch: found 0x{hhash:08X}, which matches no "
+                           f"HalfKAv2_hm architecture (Stockfish 15.1's net has 0x1C102EF2)")
+
+    if not compressed:
+        expected = arch.raw_file_size(desc_len)
+        if len(data) < expected:
+            raise NetFileError(f"{path}: truncated file: expected {expected} bytes for {arch.describe()}, "
+                               f"found {len(data)}")
+        if len(data) > expected:
+            raise NetFileError(f"{path}: trailing bytes: expected end of file at offset {expected}, "
+                               f"found {len(data) - expected} extra bytes")
+
+    r.check_hash(arch.ft_hash, "feature transformer hash")
+    nf, l1, nb = arch.num_features, arch.l1, arch.psqt_buckets
+    if compressed:
+        ft_bias = r.leb128(np.int16, (l1,), "FT biases")
+        ft_weights = r.leb128(np.int16, (nf, l1), "FT weights")
+        ft_psqt = r.leb128(np.int32, (nf, nb), "FT PSQT weights")
+    else:
+        ft_bias = r.array(np.int16, (l1,), "FT biases")
+        ft_weights = r.array(np.int16, (nf, l1), "FT weights")
+        ft_psqt = r.array(np.int32, (nf, nb), "FT PSQT weights")
+
+    ns = arch.layer_stacks
+    b0 = np.empty((ns, arch.fc0_out), np.int32)
+    w0 = np.empty((ns, arch.fc0_out, arch.fc0_in_padded), np.int8)
+    b1 = np.empty((ns, arch.fc1_out), np.int32)
+    w1 = np.empty((ns, arch.fc1_out, arch.fc1_in_padded), np.int8)
+    b2 = np.empty(ns, np.int32)
+    w2 = np.empty((ns, arch.fc2_in_padded), np.int8)
+    for s in range(ns):
+        r.check_hash(arch.network_hash, f"layer stack {s} hash")
+        b0[s] = r.array(np.int32, (arch.fc0_out,), f"stack {s} fc_0 biases")
+        w0[s] = r.array(np.int8, w0.shape[1:], f"stack {s} fc_0 weights")
+        b1[s] = r.array(np.int32, (arch.fc1_out,), f"stack {s} fc_1 biases")
+        w1[s] = r.array(np.int8, w1.shape[1:], f"stack {s} fc_1 weights")
+        b2[s] = r.array(np.int32, (FC2_OUT,), f"stack {s} fc_2 bias")[0]
+        w2[s] = r.array(np.int8, w2.shape[1:], f"stack {s} fc_2 weights")
+
+    if r.pos != len(data):
+        raise NetFileError(f"{path}: trailing bytes: expected end of file at offset {r.pos}, "
+                           f"found {len(data) - r.pos} extra bytes")
+    return Net(arch, description, ft_bias, ft_weights, ft_psqt, b0, w0, b1, w1, b2, w2, path=path)
+
+
+def _leb128_block(values: np.ndarray) -> bytes:
+    flat = values.reshape(-1).astype(np.int64)
+    out = np.empty(leb128.encoded_size(flat), np.uint8)
+    n = leb128.encode(flat, out)
+    return LEB128_MAGIC + struct.pack("<I", n) + out[:n].tobytes()
+
+
+def net_bytes(net: Net) -> bytes:
+    """Serialise ``net`` in the layout ``load_net`` reads (byte-identical round trip)."""
+    a = net.arch
+    le = lambda arr, dt: np.ascontiguousarray(arr, dtype=np.dtype(dt).newbyteorder("<")).tobytes()
+    parts = [struct.pack("<III", VERSION, a.header_hash, len(net.description)), net.description,
+             struct.pack("<I", a.ft_hash)]
+    if a.compressed_ft:
+        parts += [_leb128_block(net.ft_bias), _leb128_block(net.ft_weights), _leb128_block(net.ft_psqt)]
+    else:
+        parts += [le(net.ft_bias, np.int16), le(net.ft_weights, np.int16), le(net.ft_psqt, np.int32)]
+    for s in range(a.layer_stacks):
+        parts += [struct.pack("<I", a.network_hash),
+                  le(net.b0[s], np.int32), le(net.w0[s], np.int8),
+                  le(net.b1[s], np.int32), le(net.w1[s], np.int8),
+                  le(net.b2[s:s + 1], np.int32), le(net.w2[s], np.int8)]
+    return b"".join(parts)
+
+
+def write_net(net: Net, path) -> None:
+    """Write ``net`` to ``path`` (reading a file and writing it back gives the same bytes)."""
+    Path(path).write_bytes(net_bytes(net))

@@ -1,0 +1,179 @@
+"""The net reader refuses every kind of broken file with its own message; the writer round-trips bytes."""
+
+import struct
+
+import numpy as np
+import pytest
+
+from nnue import leb128
+from nnue.architecture import (
+    SF15_1, Architecture, architecture_from_header_hash, architecture_from_raw_size, header_hash,
+    network_hash,
+)
+from nnue.netfile import Net, NetFileError, load_net, net_bytes, write_net
+from nnue.netpath import DEFAULT_NET_SHA256, resolve_net_path, sha256_of
+
+SIZE = 47_001_499
+
+
+@pytest.fixture(scope="module")
+def net_bytes_15(nnue_net):
+    return open(nnue_net.path, "rb").read()
+
+
+def _write(tmp_path, data, name="net.nnue"):
+    p = tmp_path / name
+    p.write_bytes(data)
+    return p
+
+
+def _flip(data, offset, bit=0):
+    b = bytearray(data)
+    b[offset] ^= 1 << bit
+    return bytes(b)
+
+
+def test_hashes_from_architecture():
+    assert SF15_1.ft_hash == 0x7F2344B8
+    assert SF15_1.network_hash == 0x63336A4A
+    assert SF15_1.header_hash == 0x1C102EF2
+    # Stockfish 17.1 big/small and the other generations (nnue-sf17.1.md section 2).
+    assert header_hash(3072) == 0x1C1020F2 and network_hash(3072) == 0x6333744A
+    assert header_hash(128) == 0x1C103C92 and network_hash(128) == 0x6333712A
+    assert header_hash(1536) == 0x1C102B72 and header_hash(2560) == 0x1C103072
+    assert architecture_from_header_hash(0x1C102EF2).l1 == 1024
+    assert architecture_from_header_hash(0x1C1020F2, compressed_ft=True).l1 == 3072
+    assert architecture_from_header_hash(0x12345678) is None
+    assert SF15_1.raw_file_size(75) == SIZE
+    assert architecture_from_raw_size(SIZE, 75) == SF15_1
+    assert SF15_1.stack_bytes == 17_640
+
+
+def test_loaded_shapes(nnue_net):
+    n = nnue_net
+    assert n.arch == SF15_1
+    assert n.description == b"Network trained with the https://github.com/glinscott/nnue-pytorch trainer."
+    assert n.ft_bias.dtype == np.int16 and n.ft_bias.shape == (1024,)
+    assert n.ft_weights.dtype == np.int16 and n.ft_weights.shape == (22528, 1024)
+    assert n.ft_psqt.dtype == np.int32 and n.ft_psqt.shape == (22528, 8)
+    assert n.b0.shape == (8, 16) and n.w0.shape == (8, 16, 1024) and n.w0.dtype == np.int8
+    assert n.b1.shape == (8, 32) and n.w1.shape == (8, 32, 32)
+    assert n.b2.shape == (8,) and n.w2.shape == (8, 32)
+    assert not n.w1[:, :, 30:].any()          # fc_1 padding columns are zero in this net
+    t = n.arrays()
+    assert all(a.flags.c_contiguous for a in t)
+
+
+def test_write_round_trip_is_byte_identical(nnue_net, net_bytes_15, tmp_path):
+    out = tmp_path / "copy.nnue"
+    write_net(nnue_net, out)
+    assert out.stat().st_size == SIZE
+    assert out.read_bytes() == net_bytes_15
+    assert sha256_of(out) == DEFAULT_NET_SHA256
+    again = load_net(out)
+    assert np.array_equal(again.ft_weights, nnue_net.ft_weights) and np.array_equal(again.w1, nnue_net.w1)
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(NetFileError, match="net file not found"):
+        load_net(tmp_path / "nope.nnue")
+
+
+def test_truncated(net_bytes_15, tmp_path):
+    with pytest.raises(NetFileError, match=r"truncated file: expected 47001499 bytes .*found 47001498"):
+        load_net(_write(tmp_path, net_bytes_15[:-1]))
+    with pytest.raises(NetFileError, match="truncated file: version needs 4 bytes"):
+        load_net(_write(tmp_path, net_bytes_15[:2]))
+    with pytest.raises(NetFileError, match="truncated file: description needs 75 bytes"):
+        load_net(_write(tmp_path, net_bytes_15[:40]))
+
+
+def test_trailing_bytes(net_bytes_15, tmp_path):
+    with pytest.raises(NetFileError, match=r"trailing bytes: expected end of file at offset 47001499, found 3 extra"):
+        load_net(_write(tmp_path, net_bytes_15 + b"\0\0\0"))
+
+
+def test_bad_version(net_bytes_15, tmp_path):
+    with pytest.raises(NetFileError, match=r"bad version: expected 0x7AF32F20, found 0x7AF32F21"):
+        load_net(_write(tmp_path, _flip(net_bytes_15, 0)))
+
+
+def test_flipped_header_hash(net_bytes_15, tmp_path):
+    with pytest.raises(NetFileError, match=r"header hash mismatch: expected 0x1C102EF2 .*found 0x1C102EF3"):
+        load_net(_write(tmp_path, _flip(net_bytes_15, 4)))
+
+
+def test_flipped_ft_hash(net_bytes_15, tmp_path):
+    with pytest.raises(NetFileError, match=r"feature transformer hash mismatch: expected 0x7F2344B8, found 0xFF2344B8"):
+        load_net(_write(tmp_path, _flip(net_bytes_15, 87 + 3, 7)))
+
+
+def test_flipped_layer_stack_hash(net_bytes_15, tmp_path):
+    off = 46_860_379 + 5 * 17_640
+    with pytest.raises(NetFileError, match=r"layer stack 5 hash mismatch: expected 0x63336A4A, found 0x63336A4B"):
+        load_net(_write(tmp_path, _flip(net_bytes_15, off)))
+
+
+def test_messages_are_distinct(net_bytes_15, tmp_path):
+    cases = [net_bytes_15[:-1], net_bytes_15 + b"x", _flip(net_bytes_15, 0), _flip(net_bytes_15, 4),
+             _flip(net_bytes_15, 88)]
+    msgs = set()
+    for i, data in enumerate(cases):
+        with pytest.raises(NetFileError) as exc:
+            load_net(_write(tmp_path, data, f"c{i}.nnue"))
+        msgs.add(str(exc.value).split(": ", 1)[1].split(":")[0])
+    msgs.add("not found")
+    assert len(msgs) == len(cases) + 1
+
+
+def test_leb128_codec():
+    vals = np.array([0, 1, -1, 63, -64, 64, -65, 8191, -8192, 8192, -32768, 32767], np.int64)
+    out = np.zeros(64, np.uint8)
+    n = leb128.encode(vals, out)
+    assert n == leb128.encoded_size(vals)
+    assert list(out[:2]) == [0x00, 0x01] and out[2] == 0x7F
+    back = np.zeros(len(vals), np.int64)
+    assert leb128.decode(out[:n], len(vals), 16, back) == n
+    assert back.tolist() == vals.tolist()
+    assert leb128.decode(out[:n - 1], len(vals), 16, back) == -1
+
+
+def test_compressed_net_round_trip(tmp_path):
+    """A Stockfish 16+-style net (LEB128 FT, another L1) is read from its own hash and written back."""
+    rng = np.random.default_rng(5)
+    arch = Architecture(l1=128, compressed_ft=True)
+    nf = arch.num_features
+    net = Net(arch, b"synthetic test net",
+              rng.integers(-300, 300, 128).astype(np.int16),
+              rng.integers(-2000, 2000, (nf, 128)).astype(np.int16),
+              rng.integers(-100000, 100000, (nf, 8)).astype(np.int32),
+              rng.integers(-5000, 5000, (8, 16)).astype(np.int32),
+              rng.integers(-128, 128, (8, 16, 128)).astype(np.int8),
+              rng.integers(-5000, 5000, (8, 32)).astype(np.int32),
+              rng.integers(-128, 128, (8, 32, 32)).astype(np.int8),
+              rng.integers(-5000, 5000, 8).astype(np.int32),
+              rng.integers(-128, 128, (8, 32)).astype(np.int8))
+    p = tmp_path / "small.nnue"
+    write_net(net, p)
+    data = p.read_bytes()
+    assert struct.unpack("<I", data[4:8])[0] == 0x1C103C92
+    back = load_net(p)
+    assert back.arch == arch
+    for name in ("ft_bias", "ft_weights", "ft_psqt", "b0", "w0", "b1", "w1", "b2", "w2"):
+        assert np.array_equal(getattr(back, name), getattr(net, name)), name
+    assert net_bytes(back) == data
+    with pytest.raises(NetFileError, match="trailing bytes"):
+        load_net(_write(tmp_path, data + b"\0", "t.nnue"))
+    with pytest.raises(NetFileError, match="truncated file"):
+        load_net(_write(tmp_path, data[:-10], "u.nnue"))
+
+
+def test_default_path(monkeypatch, tmp_path):
+    monkeypatch.delenv("QUANTFISH_NET", raising=False)
+    p = resolve_net_path()
+    assert p.name == "nn-ad9b42354671.nnue" and p.parent.name == "nets"
+    monkeypatch.setenv("QUANTFISH_NET", str(tmp_path))
+    assert resolve_net_path() == tmp_path / "nn-ad9b42354671.nnue"
+    monkeypatch.setenv("QUANTFISH_NET", str(tmp_path / "x.nnue"))
+    assert resolve_net_path() == tmp_path / "x.nnue"
+    assert resolve_net_path(tmp_path / "y.nnue") == tmp_path / "y.nnue"
