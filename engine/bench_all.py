@@ -1,0 +1,180 @@
+"""`make bench`: every speed figure side by side in one run, with Stockfish's where it is installed.
+
+    python -m engine.bench_all [--runs N] [--bench-depth D] [--startup] [--skip-nnue]
+
+Perft (bulk-counted leaves) on the start position to depth 6 and Kiwipete to depth 5, next to
+python-chess on the same positions (at smaller depths: it is ~1000x slower) and Stockfish's
+``go perft``; the search bench next to ``stockfish bench 16 1 13``; NNUE evaluations per second
+(``nnue.bench``). With ``--startup``, the cold (empty Numba cache) and warm start of ``quantfish perft``
+measured on a temporary copy of the package. Each Quantfish figure is the median of ``--runs`` runs.
+"""
+import argparse
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+PERFT_CASES = [
+    ("start position", "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1", 6, 4),
+    ("Kiwipete", "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1", 5, 3),
+]
+
+
+def stockfish_path():
+    for p in (shutil.which("stockfish"), "/usr/games/stockfish"):
+        if p and os.path.exists(p):
+            return p
+    return None
+
+
+def quantfish_perft_nps(fen, depth, runs):
+    from engine.fen import parse_fen
+    from engine.perft import perft
+    from engine.tables import tables
+    board = parse_fen(fen)
+    T = tables()
+    perft(T, board.bb, board.board, board.st, 2)
+    rates = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        n = perft(T, board.bb, board.board, board.st, depth)
+        rates.append(n / (time.perf_counter() - start))
+    return int(n), statistics.median(rates)
+
+
+def python_chess_perft_nps(fen, depth):
+    import chess
+
+    def count(board, d):
+        if d == 1:
+            return board.legal_moves.count()
+        total = 0
+        for move in board.legal_moves:
+            board.push(move)
+            total += count(board, d - 1)
+            board.pop()
+        return total
+
+    board = chess.Board(fen)
+    start = time.perf_counter()
+    n = count(board, depth)
+    return n, n / (time.perf_counter() - start)
+
+
+class Stockfish:
+    """A Stockfish process driven over UCI, for timings inside one process (no start-up cost)."""
+
+    def __init__(self, path):
+        self.p = subprocess.Popen([path], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+        self.send("uci")
+        self.wait("uciok")
+
+    def send(self, text):
+        self.p.stdin.write(text + "\n")
+        self.p.stdin.flush()
+
+    def wait(self, prefix):
+        for line in self.p.stdout:
+            if line.startswith(prefix):
+                return line
+        raise RuntimeError("stockfish exited")
+
+    def perft_nps(self, fen, depth, runs):
+        rates = []
+        for _ in range(runs):
+            self.send(f"position fen {fen}")
+            self.send("isready")
+            self.wait("readyok")
+            start = time.perf_counter()
+            self.send(f"go perft {depth}")
+            n = int(self.wait("Nodes searched").split(":")[1])
+            rates.append(n / (time.perf_counter() - start))
+        return n, statistics.median(rates)
+
+    def close(self):
+        self.send("quit")
+        self.p.wait()
+
+
+def stockfish_bench_nps(path, runs):
+    rates = []
+    for _ in range(runs):
+        out = subprocess.run([path, "bench", "16", "1", "13"], capture_output=True, text=True).stderr
+        rates.append(int(re.search(r"Nodes/second\s*:\s*(\d+)", out).group(1)))
+    return statistics.median(rates)
+
+
+def quantfish_bench_nps(depth, runs):
+    from engine.searcher import Searcher
+    from nnue.netfile import load_net
+    from nnue.netpath import resolve_net_path
+    from uci.bench import run_bench
+    searcher = Searcher(load_net(resolve_net_path()), 16)
+    results = [run_bench(searcher, depth, lambda line: None) for _ in range(runs)]
+    return results[0][0], statistics.median(n / t for n, t in results)
+
+
+def startup_times():
+    """Cold and warm `perft 1` start of a copy of the package with no Numba cache."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with tempfile.TemporaryDirectory() as tmp:
+        for pkg in ("engine", "nnue", "uci"):
+            shutil.copytree(os.path.join(root, pkg), os.path.join(tmp, pkg),
+                            ignore=shutil.ignore_patterns("__pycache__", "*.so"))
+        env = dict(os.environ, PYTHONPATH=tmp)
+        times = []
+        for _ in range(2):
+            start = time.perf_counter()
+            subprocess.run([sys.executable, "-m", "uci.cli", "perft", "1"], cwd=tmp, env=env, capture_output=True,
+                           check=True)
+            times.append(time.perf_counter() - start)
+        return times
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--bench-depth", type=int, default=None)
+    ap.add_argument("--startup", action="store_true")
+    ap.add_argument("--skip-nnue", action="store_true")
+    args = ap.parse_args(argv)
+    sf_path = stockfish_path()
+    sf = Stockfish(sf_path) if sf_path else None
+
+    print("== perft (leaf nodes per second, median of runs) ==")
+    for name, fen, depth, small in PERFT_CASES:
+        n, qf = quantfish_perft_nps(fen, depth, args.runs)
+        pn, pc = python_chess_perft_nps(fen, small)
+        line = f"{name:15s} depth {depth}: {n} nodes  quantfish {qf / 1e6:7.1f} M/s"
+        line += f"  python-chess (depth {small}) {pc / 1e6:6.3f} M/s ({qf / pc:,.0f}x)"
+        if sf:
+            _, sfr = sf.perft_nps(fen, depth, args.runs)
+            line += f"  stockfish {sfr / 1e6:7.1f} M/s (quantfish/stockfish {qf / sfr:.2f})"
+        print(line, flush=True)
+    if sf:
+        sf.close()
+
+    print("== search bench (Nodes/second, median of runs) ==")
+    nodes, qnps = quantfish_bench_nps(args.bench_depth, args.runs)
+    line = f"quantfish bench: {nodes} nodes, {int(qnps)} nodes/second"
+    if sf_path:
+        snps = stockfish_bench_nps(sf_path, args.runs)
+        line += f"; stockfish bench 16 1 13: {snps} nodes/second; ratio {qnps / snps:.3f}"
+    print(line, flush=True)
+
+    if not args.skip_nnue:
+        print("== NNUE evaluations ==", flush=True)
+        from nnue import bench as nnue_bench
+        nnue_bench.main(["--runs", str(max(3, args.runs))])
+
+    if args.startup:
+        cold, warm = startup_times()
+        print(f"== start-up of `quantfish perft 1` ==\ncold (empty Numba cache) {cold:.1f} s, warm {warm:.2f} s")
+
+
+if __name__ == "__main__":
+    main()
