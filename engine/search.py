@@ -599,20 +599,20 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
         promo = (m >> 12) & 7
         quiet = not capture and promo == 0
         move_count += 1
-        if not root and best > -MATE_IN_MAX:
-            if quiet:
-                lmp = (3 + depth * depth) // (1 if improving else 2)
-                if depth <= 8 and move_count > lmp and not in_check:
-                    continue
+        prune = not root and best > -MATE_IN_MAX
+        if prune and quiet and depth <= 8 and not in_check and move_count > (3 + depth * depth) // (1 if improving else 2):
+            continue  # late quiet moves at shallow depth
+        _do_move(T, S, ply, m)
+        child_st = S[I_STS][ply + 1]
+        gives_check = checkers(T, S[I_BBS][ply + 1], child_st) != U0
+        if prune:
+            if quiet and not gives_check:
                 if depth <= 7 and not in_check and ev + 110 + 140 * depth <= alpha and scores[i] < (1 << 27):
                     continue
                 if depth <= 7 and scores[i] < (1 << 27) and not see_ge(T, bb, board, side, m, -25 * depth * depth):
                     continue
             elif depth <= 6 and not see_ge(T, bb, board, side, m, -110 * depth):
                 continue
-        _do_move(T, S, ply, m)
-        child_st = S[I_STS][ply + 1]
-        gives_check = checkers(T, S[I_BBS][ply + 1], child_st) != U0
         ext = 1 if gives_check and ply < 2 * ctl[C_ROOT_DEPTH] else 0
         new_depth = depth - 1 + ext
         if depth >= 3 and move_count > 1 + (1 if pv_node else 0) and (quiet or scores[i] < 0):

@@ -1,0 +1,48 @@
+"""Search finds short mates with the exact distance and solves easy tactics."""
+import os
+
+import pytest
+
+from engine.fen import parse_fen
+from engine.searcher import Limits, Searcher, score_to_uci
+
+DATA = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data")
+
+
+@pytest.fixture(scope="module")
+def searcher(nnue_net):
+    return Searcher(nnue_net, 32)
+
+
+def _mates(max_dm):
+    rows = []
+    with open(os.path.join(DATA, "endgame", "python-chess_endgame-dm-4.epd")) as fh:
+        for line in fh:
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            fen = " ".join(line.split()[:4])
+            dm = int(line.split(" dm ")[1].rstrip(";"))
+            if 1 <= dm <= max_dm:
+                rows.append(pytest.param(fen, dm, id=f"dm{dm}:{fen}"))
+    return rows
+
+
+@pytest.mark.parametrize("fen,dm", _mates(7))
+def test_short_mates_found_with_exact_distance(searcher, fen, dm):
+    searcher.clear()
+    _, _, lines = searcher.think(parse_fen(fen), [], Limits(depth=3 * dm + 5))
+    assert score_to_uci(lines[0].score) == f"mate {dm}"
+
+
+def test_most_easy_wac_positions_solved(searcher):
+    """The first 40 Win At Chess positions at depth 8: an engine worth the name solves most."""
+    from engine.epdtest import read_epd
+    from engine.notation import move_to_uci
+    rows = read_epd(os.path.join(DATA, "tactics", "wac_revised_arasan_wacnew.epd"))[:40]
+    solved = 0
+    for board, bm, am, _ in rows:
+        searcher.clear()
+        move, _, _ = searcher.think(parse_fen(board.fen()), [], Limits(depth=8))
+        solved += move_to_uci(move) in bm if bm else move_to_uci(move) not in am
+    assert solved >= 30
