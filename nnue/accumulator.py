@@ -26,6 +26,10 @@ perspective this walks back to the nearest computed ancestor; if that perspectiv
 way (or no ancestor is computed) it refreshes ply p from ``board``, otherwise it applies the deltas forward
 ply by ply and marks each ply computed, so sibling nodes reuse the work (Stockfish's lazy update).
 ``net`` is ``Net.arrays()``.
+
+Two nets (Stockfish 17.1's big and small): ``make_pair_stacks`` gives one stack per net with ``dirty`` and
+``ndirty`` shared, so a move is recorded once; the engine clears ``computed[p]`` of both stacks. Each net's
+accumulators are then brought up to date only when that net is evaluated (``evaluate.evaluate_pair``).
 """
 
 import numpy as np
@@ -43,6 +47,13 @@ def make_stack(l1: int, max_ply: int, psqt_buckets: int = 8):
     return (np.zeros((max_ply, 2, l1), np.int16), np.zeros((max_ply, 2, psqt_buckets), np.int32),
             np.zeros((max_ply, 2), np.uint8), np.zeros((max_ply, MAX_DIRTY, 3), np.int32),
             np.zeros(max_ply, np.int32))
+
+
+def make_pair_stacks(big_l1: int, small_l1: int, max_ply: int, psqt_buckets: int = 8):
+    """(big stack, small stack), each ``(acc, psqt, computed, dirty, ndirty)``, sharing ``dirty``/``ndirty``."""
+    big = make_stack(big_l1, max_ply, psqt_buckets)
+    small = make_stack(small_l1, max_ply, psqt_buckets)
+    return big, small[:3] + big[3:]
 
 
 @njit(cache=True, nogil=True)

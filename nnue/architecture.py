@@ -36,6 +36,15 @@ LEB128_MAGIC = b"COMPRESSED_LEB128"
 
 MASK32 = 0xFFFFFFFF
 
+# Evaluation generations (the arithmetic around the layer stacks), chosen from the file's architecture.
+GEN_SF15_1 = 0      # raw FT, L1 = 1024: clamp 0..127, >> 7, (psqt + positional) / 16, 15.1 Eval::evaluate
+GEN_SF17_1 = 1      # LEB128 FT, L1 = 3072 (big) or 128 (small): doubled FT, clamp 0..254, >> 9, separate / 16
+GEN_SF16 = 2        # other LEB128 nets (Stockfish 16 / 16.1): undoubled FT; evaluated with 17.1's formulas
+GENERATION_NAMES = {GEN_SF15_1: "15.1", GEN_SF17_1: "17.1", GEN_SF16: "16.x"}
+SF17_1_BIG_L1 = 3072
+SF17_1_SMALL_L1 = 128
+SF15_1_L1 = 1024
+
 
 def padded(n: int, unit: int = SIMD_WIDTH) -> int:
     """Round an input width up to the SIMD padding the file layout uses."""
@@ -132,10 +141,29 @@ class Architecture(NamedTuple):
         return (12 + description_len + 4 + self.raw_ft_bytes()
                 + self.layer_stacks * self.stack_bytes)
 
+    @property
+    def generation(self) -> int:
+        """Which Stockfish's arithmetic this net is evaluated with (``GEN_*``); see the constants."""
+        if not self.compressed_ft:
+            return GEN_SF15_1
+        if self.l1 in (SF17_1_BIG_L1, SF17_1_SMALL_L1):
+            return GEN_SF17_1
+        return GEN_SF16
+
+    @property
+    def generation_name(self) -> str:
+        return GENERATION_NAMES[self.generation]
+
+    @property
+    def ft_shift(self) -> int:
+        """1 when Stockfish doubles the FT weights and biases at load (17.1: clamp 0..254, >> 9), else 0."""
+        return 1 if self.generation == GEN_SF17_1 else 0
+
     def describe(self) -> str:
         return (f"{FEATURE_SET_NAME}[{self.num_features}]x2 -> {self.l1} -> "
                 f"{self.fc0_out} -> {self.fc1_out} -> 1, {self.layer_stacks} buckets"
-                + (", LEB128 FT" if self.compressed_ft else ""))
+                + (", LEB128 FT" if self.compressed_ft else "")
+                + f" (Stockfish {self.generation_name} arithmetic)")
 
 
 # The largest accumulator we consider when matching a header hash; all real nets are far below.

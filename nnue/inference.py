@@ -1,7 +1,9 @@
 """Integer forward pass from accumulators to (psqt, positional), compiled (docs/nnue-sf15.1.md sections 4-5).
 
 transform: clamp both halves of each perspective's accumulator to [0, 127], multiply pairwise, >> 7; the
-side to move's half comes first. fc_0 runs sparsely over the non-zero bytes of the transformed
+side to move's half comes first. For Stockfish 17.1 nets (``PARAMS[P_FT_SHIFT] = 1``, nnue-sf17.1.md section 4)
+the accumulator is first doubled with int16 wrapping (Stockfish doubles the FT at load), then clamped to
+[0, 254] and the product shifted by 9: one formula, ``clamp(int16(acc << s), 0, 127 << s)`` and ``>> 7 + 2s``. fc_0 runs sparsely over the non-zero bytes of the transformed
 input (same sum as the dense layer), then SqrClippedReLU and ClippedReLU of fc_0 outputs 0..14 feed fc_1,
 ClippedReLU, fc_2, and fc_0 output 15 is forwarded as ``fc0[15] * 9600 / 8128``.
 
@@ -13,7 +15,7 @@ from numba import njit
 
 from nnue.architecture import FC0_OUT, FC1_OUT
 from nnue.intmath import tdiv, wrap32
-from nnue.netfile import B0, B1, B2, W0T, W1, W2
+from nnue.netfile import B0, B1, B2, P_FT_SHIFT, PARAMS, W0T, W1, W2
 
 N_HIDDEN = FC0_OUT - 1          # fc_0 outputs that feed fc_1 (the last one is the skip connection)
 FWD_MUL = 9600                  # 600 * OutputScale(16)
@@ -28,13 +30,22 @@ def make_scratch(l1: int):
 
 
 @njit(cache=True, nogil=True)
-def transform_half(acc, dst):
-    """dst[j] = clamp(acc[j]) * clamp(acc[j + L1/2]) >> 7 for one perspective (dst is a view: vectorises)."""
+def transform_half(acc, dst, ft_shift=0):
+    """dst[j] = clamp(a[j]) * clamp(a[j + L1/2]) >> (7 + 2s) for one perspective, with a = int16(acc << s),
+    clamp to [0, 127 << s] and s = ``ft_shift`` (0: 15.1, 1: 17.1). dst is a view (the loop vectorises)."""
     half = acc.shape[0] // 2
-    for j in range(half):
-        a = min(max(np.int32(acc[j]), 0), 127)
-        b = min(max(np.int32(acc[j + half]), 0), 127)
-        dst[j] = (a * b) >> 7
+    if ft_shift == 0:
+        for j in range(half):
+            a = min(max(np.int32(acc[j]), 0), 127)
+            b = min(max(np.int32(acc[j + half]), 0), 127)
+            dst[j] = (a * b) >> 7
+    else:
+        hi = 127 << ft_shift
+        sh = 7 + 2 * ft_shift
+        for j in range(half):
+            a = min(max(np.int32(np.int16(np.int32(acc[j]) << ft_shift)), 0), hi)
+            b = min(max(np.int32(np.int16(np.int32(acc[j + half]) << ft_shift)), 0), hi)
+            dst[j] = (a * b) >> sh
 
 
 @njit(cache=True, nogil=True)
@@ -113,11 +124,11 @@ def head(fc0, b1, w1, b2, w2, l1in, cr1):
 
 
 @njit(cache=True, nogil=True)
-def transform(acc, ply, side, x, nzb):
+def transform(acc, ply, side, x, nzb, ft_shift=0):
     """Transformed input for the side to move ``side`` at ``ply``; returns the number of non-zero inputs."""
     half = acc.shape[2] // 2
-    transform_half(acc[ply, side], x[:half])
-    transform_half(acc[ply, 1 - side], x[half:])
+    transform_half(acc[ply, side], x[:half], ft_shift)
+    transform_half(acc[ply, 1 - side], x[half:], ft_shift)
     return find_nnz(x, nzb)
 
 
@@ -141,7 +152,7 @@ def positional_value(net, bucket, x, nzb, n, work):
 def forward(net, acc, psqt, ply, side, bucket, scratch):
     """Fast search path: (psqt, positional) of one bucket for the accumulators at ``ply``."""
     x, nzb, work = scratch
-    n = transform(acc, ply, side, x, nzb)
+    n = transform(acc, ply, side, x, nzb, net[PARAMS][P_FT_SHIFT])
     return psqt_value(psqt, ply, side, bucket), positional_value(net, bucket, x, nzb, n, work)
 
 
@@ -149,7 +160,7 @@ def forward(net, acc, psqt, ply, side, bucket, scratch):
 def forward_all(net, acc, psqt, ply, side, psqt_out, pos_out, scratch):
     """All buckets (for the eval report): fills psqt_out[8] and pos_out[8]."""
     x, nzb, work = scratch
-    n = transform(acc, ply, side, x, nzb)
+    n = transform(acc, ply, side, x, nzb, net[PARAMS][P_FT_SHIFT])
     for b in range(psqt_out.shape[0]):
         psqt_out[b] = psqt_value(psqt, ply, side, b)
         pos_out[b] = positional_value(net, b, x, nzb, n, work)

@@ -8,37 +8,53 @@ import numpy as np
 from numba import njit
 
 
+# Status codes of ``decode_checked``.
+OK = 0
+SHORT = 1          # the buffer ends inside a value
+TOO_LONG = 2       # a value still has the continuation bit set after ceil(bits/7) bytes
+OUT_OF_RANGE = 3   # a value does not fit the target width (Stockfish would silently wrap it)
+
+
 @njit(cache=True, nogil=True)
-def decode(buf, count, bits, out):
+def decode_checked(buf, count, bits, out):
     """Decode ``count`` signed LEB128 values of at most ``bits`` bits from uint8 ``buf`` into int64 ``out``.
 
-    Returns the number of bytes consumed, or -1 if ``buf`` ends early.
+    Returns ``(bytes consumed, status, index of the offending value)``; status is one of the codes above
+    and decoding stops at the first problem.
     """
     pos = 0
     n = buf.shape[0]
     max_bytes = (bits + 6) // 7
+    lo = -(np.int64(1) << (bits - 1))
+    hi = (np.int64(1) << (bits - 1)) - 1
     for i in range(count):
         result = np.int64(0)
         shift = 0
-        byte = 0
+        byte = np.int64(0x80)
         for _ in range(max_bytes):
             if pos >= n:
-                return -1
+                return pos, SHORT, i
             byte = np.int64(buf[pos])
             pos += 1
             result |= (byte & 0x7F) << shift
             shift += 7
             if (byte & 0x80) == 0:
                 break
-        if shift < bits and (byte & 0x40) != 0:
+        if (byte & 0x80) != 0:
+            return pos, TOO_LONG, i
+        if (byte & 0x40) != 0:
             result |= -(np.int64(1) << shift)
-        # Store into the target width, wrapping like a C++ integer conversion.
-        mask = (np.int64(1) << bits) - 1
-        result &= mask
-        if result >= (np.int64(1) << (bits - 1)):
-            result -= np.int64(1) << bits
+        if result < lo or result > hi:
+            return pos, OUT_OF_RANGE, i
         out[i] = result
-    return pos
+    return pos, OK, count
+
+
+@njit(cache=True, nogil=True)
+def decode(buf, count, bits, out):
+    """Like ``decode_checked``; returns the number of bytes consumed, or -1 on any problem."""
+    pos, status, _ = decode_checked(buf, count, bits, out)
+    return pos if status == OK else -1
 
 
 @njit(cache=True, nogil=True)

@@ -2,8 +2,13 @@
 
 The layout is ``docs/nnue-sf15.1.md`` section 1: header (version, hash, description), FT hash, FT biases,
 weights and PSQT weights, then 8 layer stacks, then EOF. The L1 width is taken from the header hash (and
-the file size), never assumed, and LEB128-compressed FT tensors (Stockfish 16+) are accepted as well.
-Anything wrong raises ``NetFileError`` naming the problem with expected and found values.
+the file size), never assumed. L1 = 1024 is Stockfish 15.1's raw layout; every other width is a
+Stockfish 16+ net whose three FT tensors are signed-LEB128 blocks (``docs/nnue-sf17.1.md`` section 1.1:
+magic ``COMPRESSED_LEB128``, u32 payload byte count, payload). Each block is checked strictly: the magic, the
+byte count used exactly by the implied number of values (neither short nor long), every value within its
+type's width (int16 / int32, at most ceil(bits/7) bytes), and the payload present in full; then the stack
+hashes and EOF as for 15.1. Anything wrong raises ``NetFileError`` naming the problem with expected and
+found values.
 
 ``Net.arrays()`` gives the weights as one plain tuple for compiled code; the index constants below name
 its slots.
@@ -20,12 +25,15 @@ import numpy as np
 
 from nnue import leb128
 from nnue.architecture import (
-    FC2_OUT, LEB128_MAGIC, VERSION, Architecture, architecture_from_header_hash,
+    FC2_OUT, LEB128_MAGIC, SF15_1_L1, VERSION, Architecture, architecture_from_header_hash,
     architecture_from_raw_size,
 )
 
 # Slots of the tuple handed to compiled code (see Net.arrays).
-FT_BIAS, FT_WEIGHTS, FT_PSQT, B0, W0, W0T, B1, W1, B2, W2 = range(10)
+FT_BIAS, FT_WEIGHTS, FT_PSQT, B0, W0, W0T, B1, W1, B2, W2, PARAMS = range(11)
+# Entries of the int32 array in slot PARAMS.
+P_GENERATION = 0     # architecture.GEN_* (which evaluation formulas apply)
+P_FT_SHIFT = 1       # 1: FT doubled at load (clamp 0..254, >> 9), 0: clamp 0..127, >> 7
 
 
 class NetFileError(ValueError):
@@ -58,13 +66,22 @@ class Net:
         """The parameters as a tuple of C-contiguous arrays for compiled code (built once).
 
         Slot ``W0T`` is fc_0's weights transposed to [stack][input][output] so that the sparse fc_0 reads
-        16 contiguous weights per non-zero input.
+        16 contiguous weights per non-zero input. Slot ``PARAMS`` is int32[2]: the generation and the FT
+        shift (see ``P_GENERATION``, ``P_FT_SHIFT``). The FT tensors stay in file units (not doubled): the
+        accumulators sum file values with int16 wrapping, and the 17.1 transform doubles them with int16
+        wrapping, which gives exactly Stockfish 17.1's doubled accumulator (doubling commutes with
+        addition modulo 2^16).
         """
         if self._tuple is None:
             w0t = np.ascontiguousarray(self.w0.transpose(0, 2, 1))
+            params = np.array([self.arch.generation, self.arch.ft_shift], np.int32)
             self._tuple = (self.ft_bias, self.ft_weights, self.ft_psqt, self.b0, self.w0, w0t,
-                           self.b1, self.w1, self.b2, self.w2)
+                           self.b1, self.w1, self.b2, self.w2, params)
         return self._tuple
+
+    @property
+    def generation(self) -> int:
+        return self.arch.generation
 
 
 class _Reader:
@@ -94,18 +111,33 @@ class _Reader:
         return np.frombuffer(raw, dtype=dt).astype(np.dtype(dtype).newbyteorder("="), copy=True).reshape(shape)
 
     def leb128(self, dtype, shape, what: str) -> np.ndarray:
+        start = self.pos
         magic = bytes(self.take(len(LEB128_MAGIC), f"{what} LEB128 magic"))
         if magic != LEB128_MAGIC:
-            raise NetFileError(f"{self.path}: bad LEB128 magic before {what}: "
+            raise NetFileError(f"{self.path}: wrong LEB128 magic before {what} at offset {start}: "
                                f"expected {LEB128_MAGIC!r}, found {magic!r}")
         nbytes = self.u32(f"{what} LEB128 byte count")
+        left = len(self.data) - self.pos
+        if nbytes > left:
+            raise NetFileError(f"{self.path}: truncated LEB128 payload of {what}: the byte count says {nbytes} "
+                               f"bytes at offset {self.pos}, but only {left} bytes are left in the file")
         payload = np.frombuffer(self.take(nbytes, f"{what} LEB128 payload"), dtype=np.uint8)
         count = int(np.prod(shape))
+        bits = np.dtype(dtype).itemsize * 8
         out = np.empty(count, dtype=np.int64)
-        used = leb128.decode(payload, count, np.dtype(dtype).itemsize * 8, out)
+        used, status, index = leb128.decode_checked(payload, count, bits, out)
+        if status == leb128.SHORT:
+            raise NetFileError(f"{self.path}: LEB128 byte count of {what} too small: the block says {nbytes} "
+                               f"bytes, but they end inside value {index} of {count}")
+        if status == leb128.TOO_LONG:
+            raise NetFileError(f"{self.path}: LEB128 value too wide in {what}: value {index} has more than "
+                               f"{(bits + 6) // 7} bytes (int{bits})")
+        if status == leb128.OUT_OF_RANGE:
+            raise NetFileError(f"{self.path}: LEB128 value out of range in {what}: value {index} does not fit "
+                               f"int{bits}")
         if used != nbytes:
-            raise NetFileError(f"{self.path}: corrupt LEB128 block for {what}: byte count says {nbytes}, "
-                               f"{count} values used {'more' if used < 0 else used}")
+            raise NetFileError(f"{self.path}: LEB128 byte count of {what} too large: the block says {nbytes} "
+                               f"bytes, but its {count} values end after {used} ({nbytes - used} unused)")
         return out.astype(dtype).reshape(shape)
 
     def check_hash(self, expected: int, what: str) -> None:
@@ -135,16 +167,19 @@ def load_net(path) -> Net:
     desc_len = r.u32("description length")
     description = bytes(r.take(desc_len, "description"))
     ft_hash_pos = r.pos
-    compressed = data[ft_hash_pos + 4:ft_hash_pos + 4 + len(LEB128_MAGIC)] == LEB128_MAGIC
-
-    arch = architecture_from_header_hash(hhash, compressed_ft=compressed)
+    sniffed = data[ft_hash_pos + 4:ft_hash_pos + 4 + len(LEB128_MAGIC)] == LEB128_MAGIC
+    arch = architecture_from_header_hash(hhash)
     if arch is None:
-        guess = None if compressed else architecture_from_raw_size(len(data), desc_len)
+        guess = None if sniffed else architecture_from_raw_size(len(data), desc_len)
         if guess is not None:
             raise NetFileError(f"{path}: header hash mismatch: expected 0x{guess.header_hash:08X} "
                                f"(L1={guess.l1}, from the file size), found 0x{hhash:08X}")
         raise NetFileError(f"{path}: header hash mismatch: found 0x{hhash:08X}, which matches no "
                            f"HalfKAv2_hm architecture (Stockfish 15.1's net has 0x1C102EF2)")
+    # Stockfish 15.1 (L1 = 1024) stores the FT raw; every later generation (all other widths) as LEB128
+    # blocks, so a damaged magic of a 16+ net is reported as such rather than misread as a raw layout.
+    compressed = sniffed if arch.l1 == SF15_1_L1 else True
+    arch = arch._replace(compressed_ft=compressed)
 
     if not compressed:
         expected = arch.raw_file_size(desc_len)

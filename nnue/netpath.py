@@ -24,10 +24,11 @@ def default_nets_dir() -> Path:
     return repo_root() / "nets"
 
 
-def resolve_net_path(path=None, name: str = DEFAULT_NET_NAME) -> Path:
+def resolve_net_path(path=None, name: str = DEFAULT_NET_NAME, env_var: str = ENV_VAR) -> Path:
     """Net file to load: ``path`` if given (a directory means ``path/name``), then $QUANTFISH_NET (file or
-    directory), then ``<repo root>/nets/name``. The file is not checked to exist here."""
-    for candidate in (path, os.environ.get(ENV_VAR) or None):
+    directory; ``env_var`` names another variable), then ``<repo root>/nets/name``. The file is not checked
+    to exist here."""
+    for candidate in (path, os.environ.get(env_var) or None):
         if candidate:
             p = Path(candidate).expanduser()
             return p / name if p.is_dir() else p

@@ -8,7 +8,7 @@ from engine.fen import parse_fen
 from engine.bench_positions import BENCH_FENS
 from engine.searcher import Limits
 
-DEFAULT_DEPTH = 11
+DEFAULT_DEPTH = 13
 
 
 def run_bench(searcher, depth=None, send=print, fens=BENCH_FENS):

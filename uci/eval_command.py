@@ -1,10 +1,24 @@
-"""``quantfish eval FEN [--net PATH] [--json]``: the static NNUE evaluation of a position, explained.
+"""``quantfish eval FEN [--net PATH] [--net-small PATH] [--optimism N] [--json]``: a static NNUE evaluation,
+explained.
 
-Human output follows Stockfish 15.1's ``eval``: the per-bucket table (values / 16 truncated, then / 361,
+The formulas follow the net's generation (``nnue.netpair.load_nets``): one Stockfish 15.1 net, or a Stockfish
+17.1 pair (big ``--net``, small ``--net-small``; a 17.1 big net finds its small partner by the default name
+next to it when ``--net-small`` is not given).
+
+15.1: human output follows Stockfish 15.1's ``eval``: the per-bucket table (values / 16 truncated, then / 361,
 side-to-move view as Stockfish prints it, with the side named in the heading), then "NNUE evaluation"
-(raw, White's view) and "Final evaluation" (the NNUE branch of Stockfish's eval with optimism 0, White's
-view). ``--json`` prints raw integers from the side to move's view; with no FEN it reads one FEN per line
-from stdin and writes one JSON object per line, reporting bad lines in-band.
+(raw, White's view) and "Final evaluation" (the NNUE branch of Stockfish's eval, White's view). ``--json``
+gives ``fen, bucket, psqt, positional, nnue_raw, nnue_adjusted, final``.
+
+17.1 pair: both nets' bucket tables (values / 16 truncated, in pawns by Stockfish 17.1's ``to_cp``), which net
+was used and why, "NNUE evaluation" (the big net's psqt/16 + positional/16, White's view, as Stockfish 17.1
+prints it) and "Final evaluation" (``Eval::evaluate``). ``--json`` gives ``fen, bucket, big_psqt,
+big_positional, small_psqt, small_positional`` (8 raw ints each, before / 16), ``used_net`` ("big" or
+"small"), ``nnue`` (the blended value of the used net) and ``final``.
+
+``--json`` values are raw integers from the side to move's view; ``final`` uses ``--optimism`` (default 0,
+the side to move's optimism, as Stockfish's ``eval`` command uses 0). With no FEN, ``--json`` reads one FEN
+per line from stdin and writes one JSON object per line, reporting bad lines in-band.
 """
 
 from __future__ import annotations
@@ -28,16 +42,19 @@ def _cell(v: int) -> str:
     return f"{sign}{abs(v) / PAWN:6.2f}"
 
 
-def format_table(report, side: int) -> str:
-    """The bucket table as Stockfish 15.1 prints it (side-to-move view)."""
+def format_table(report, side: int, psqt=None, positional=None, cell=_cell, title: str = "") -> str:
+    """The bucket table as Stockfish 15.1 prints it (side-to-move view); ``psqt``/``positional`` (raw, all
+    buckets) default to the report's, ``cell`` formats one value, ``title`` is appended to the heading."""
+    psqt = report.psqt if psqt is None else psqt
+    positional = report.positional if positional is None else positional
     sep = "+------------+------------+------------+------------+"
-    lines = [f" NNUE network contributions ({'White' if side == 0 else 'Black'} to move)", sep,
+    lines = [f" NNUE network contributions ({'White' if side == 0 else 'Black'} to move){title}", sep,
              "|   Bucket   |  Material  | Positional |   Total    |",
              "|            |   (PSQT)   |  (Layers)  |            |", sep]
-    for b in range(len(report.psqt)):
-        p = _tdiv(report.psqt[b], 16)
-        q = _tdiv(report.positional[b], 16)
-        line = f"|  {b:<10}|  {_cell(p)}   |  {_cell(q)}   |  {_cell(p + q)}   |"
+    for b in range(len(psqt)):
+        p = _tdiv(psqt[b], 16)
+        q = _tdiv(positional[b], 16)
+        line = f"|  {b:<10}|  {cell(p)}   |  {cell(q)}   |  {cell(p + q)}   |"
         if b == report.bucket:
             line += " <-- this bucket is used"
         lines.append(line)
@@ -45,12 +62,60 @@ def format_table(report, side: int) -> str:
     return "\n".join(lines)
 
 
-def format_human(report, side: int) -> str:
+def format_human(report, side: int, optimism: int = 0) -> str:
     white = 1 if side == 0 else -1
     return "\n".join([
         format_table(report, side), "", "",
         f"{'NNUE evaluation':<23}{white * report.nnue_raw / PAWN:+.2f} (white side)",
-        f"{'Final evaluation':<23}{white * report.final / PAWN:+.2f} (white side) [NNUE branch, optimism 0]",
+        f"{'Final evaluation':<23}{white * report.final / PAWN:+.2f} (white side) "
+        f"[NNUE branch, optimism {optimism}]",
+    ])
+
+
+# Stockfish 17.1's display units (nnue-sf17.1.md section 8): to_cp(v) = round(100 v / a(material)).
+WDL_AS = (-13.50030198, 40.92780883, -36.82753545, 386.83004070)
+
+
+def wdl_a(board) -> float:
+    """The WDL model's ``a`` for a mailbox: a cubic in clamp(P + 3N + 3B + 5R + 9Q, 17, 78) / 58."""
+    weights = (0, 1, 3, 3, 5, 9, 0, 0)
+    mat = sum(weights[int(pc) & 7] for pc in board)
+    m = min(max(mat, 17), 78) / 58
+    a0, a1, a2, a3 = WDL_AS
+    return ((a0 * m + a1) * m + a2) * m + a3
+
+
+def to_cp(v: int, a: float) -> int:
+    return round(100 * v / a)
+
+
+def format_human_pair(report, side: int, board, l1s, optimism: int = 0) -> str:
+    """Both nets' bucket tables (pawns by ``to_cp``), the net used and why, NNUE and final evaluations."""
+    a = wdl_a(board)
+
+    def cell(v):
+        cp = to_cp(v, a)
+        sign = "-" if cp < 0 else "+" if cp > 0 else " "
+        return f"{sign}{abs(cp) / 100:6.2f}"
+
+    white = 1 if side == 0 else -1
+    if report.used_net == "small":
+        why = f"|simple eval| {abs(report.simple_eval)} > 962 and the small net's |nnue| {abs(report.nnue)} >= 236"
+    elif report.reeval_big:
+        why = (f"|simple eval| {abs(report.simple_eval)} > 962, but the small net's |nnue| < 236: "
+               f"re-evaluated with the big net")
+    else:
+        why = f"|simple eval| {abs(report.simple_eval)} <= 962"
+    return "\n".join([
+        format_table(report, side, report.big_psqt, report.big_positional, cell, f" - big net, L1 = {l1s[0]}"),
+        "",
+        format_table(report, side, report.small_psqt, report.small_positional, cell,
+                     f" - small net, L1 = {l1s[1]}"),
+        "", "",
+        f"{'Net used':<23}{report.used_net} ({why})",
+        f"{'NNUE evaluation':<23}{white * to_cp(report.big_raw, a) / 100:+.2f} (white side) [big net]",
+        f"{'Final evaluation':<23}{white * to_cp(report.final, a) / 100:+.2f} (white side) "
+        f"[Stockfish 17.1 Eval::evaluate, optimism {optimism}]",
     ])
 
 
@@ -59,57 +124,89 @@ def as_dict(fen: str, report) -> dict:
             "nnue_raw": report.nnue_raw, "nnue_adjusted": report.nnue_adjusted, "final": report.final}
 
 
-def _evaluate_fen(net, fen: str):
+def as_dict_pair(fen: str, report) -> dict:
+    return {"fen": fen, "bucket": report.bucket, "big_psqt": report.big_psqt,
+            "big_positional": report.big_positional, "small_psqt": report.small_psqt,
+            "small_positional": report.small_positional, "used_net": report.used_net, "nnue": report.nnue,
+            "final": report.final}
+
+
+def _is_pair(net) -> bool:
+    return isinstance(net, tuple)      # netpair.NetPair
+
+
+def _evaluate_fen(net, fen: str, optimism: int = 0):
+    """(report, side, board) of ``fen`` with a 15.1 net or a 17.1 pair."""
     from engine.fen import parse_fen
-    from nnue.evaluate import eval_report
     pos = parse_fen(fen)
-    return eval_report(net, pos.board, pos.side, pos.halfmove), pos.side
+    if _is_pair(net):
+        from nnue.evaluate import eval_report_pair
+        report = eval_report_pair(net.big, net.small, pos.board, pos.side, pos.halfmove, optimism)
+    else:
+        from nnue.evaluate import eval_report
+        report = eval_report(net, pos.board, pos.side, pos.halfmove, optimism)
+    return report, pos.side, pos.board
 
 
-def _load(net_path):
-    from nnue.netfile import load_net
-    from nnue.netpath import resolve_net_path
+def _to_dict(net, fen, report) -> dict:
+    return as_dict_pair(fen, report) if _is_pair(net) else as_dict(fen, report)
+
+
+def _load(net_path, small_path=None):
+    from nnue.netpair import load_nets
     try:
-        return load_net(resolve_net_path(net_path))
-    except ValueError as exc:          # NetFileError
+        return load_nets(net_path, small_path)
+    except ValueError as exc:          # NetFileError, NetPairError
         raise click.ClickException(str(exc)) from None
 
 
-def _batch(net) -> None:
+def _batch(net, optimism: int = 0) -> None:
     out = sys.stdout
     for line in sys.stdin:
         fen = line.strip()
         if not fen:
             continue
         try:
-            report, _ = _evaluate_fen(net, fen)
-            obj = as_dict(fen, report)
+            report, _, _ = _evaluate_fen(net, fen, optimism)
+            obj = _to_dict(net, fen, report)
         except Exception as exc:       # report and continue: one bad line must not stop the batch
             obj = {"fen": fen, "error": str(exc) or type(exc).__name__}
         out.write(json.dumps(obj) + "\n")
         out.flush()
 
 
-def _eval(fen, net_path, as_json):
-    """Static NNUE evaluation of FEN (Stockfish 15.1's net and formulas)."""
+def _eval(fen, net_path, small_path, optimism, as_json):
+    """Static NNUE evaluation of FEN (Stockfish 15.1's net and formulas, or Stockfish 17.1's two nets)."""
     fen = " ".join(fen).strip()
     if not fen and not as_json:
         raise click.UsageError("give a FEN, or --json with no FEN to read FENs from stdin")
-    net = _load(net_path)
+    net = _load(net_path, small_path)
     if not fen:
-        _batch(net)
+        _batch(net, optimism)
         return
     try:
-        report, side = _evaluate_fen(net, fen)
+        report, side, board = _evaluate_fen(net, fen, optimism)
     except ValueError as exc:          # FenError
         raise click.ClickException(f"bad FEN {fen!r}: {exc}") from None
-    click.echo(json.dumps(as_dict(fen, report)) if as_json else format_human(report, side))
+    if as_json:
+        click.echo(json.dumps(_to_dict(net, fen, report)))
+    elif _is_pair(net):
+        click.echo(format_human_pair(report, side, board, net.l1, optimism))
+    else:
+        click.echo(format_human(report, side, optimism))
 
 
 eval_command = click.command("eval")(
     click.argument("fen", nargs=-1)(
         click.option("--net", "net_path", default=None, metavar="PATH",
-                     help="Net file (default: $QUANTFISH_NET, else nets/ next to the package).")(
-            click.option("--json", "as_json", is_flag=True,
-                         help="Raw integers (side-to-move view) as JSON; no FEN: one FEN per stdin line.")(
-                _eval))))
+                     help="Net file: Stockfish 15.1's, or 17.1's big net (default: $QUANTFISH_NET, else nets/ "
+                          "next to the package).")(
+            click.option("--net-small", "small_path", default=None, metavar="PATH",
+                         help="Stockfish 17.1's small net (default: $QUANTFISH_NET_SMALL, else "
+                              "nn-37f18f62d772.nnue next to the big net, else in nets/).")(
+                click.option("--optimism", type=int, default=0, show_default=True,
+                             help="Optimism of the side to move for the final evaluation.")(
+                    click.option("--json", "as_json", is_flag=True,
+                                 help="Raw integers (side-to-move view) as JSON; no FEN: one FEN per stdin "
+                                      "line.")(
+                        _eval))))))
