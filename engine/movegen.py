@@ -68,6 +68,17 @@ def _add_promotions(moves, n, frm, to):
 @njit(cache=True, nogil=True)
 def generate_legal(T, bb, board, st, moves):
     """Fills ``moves`` with every legal move and returns how many."""
+    return _generate(T, bb, board, st, moves, True)
+
+
+@njit(cache=True, nogil=True)
+def generate_tactical(T, bb, board, st, moves):
+    """Legal captures and queen promotions for quiescence search; every evasion when in check."""
+    return _generate(T, bb, board, st, moves, False)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _generate(T, bb, board, st, moves, quiets):
     us = st[ST_SIDE]
     them = 1 - us
     own = bb[us * 8]
@@ -77,8 +88,10 @@ def generate_legal(T, bb, board, st, moves):
     n = 0
 
     chk = attackers_by(T, bb, ksq, occ, them)
+    if chk != U0:
+        quiets = True
     occ_no_king = occ ^ bit(ksq)
-    targets = king_attacks(T, ksq) & ~own
+    targets = king_attacks(T, ksq) & (~own if quiets else enemy)
     while targets:
         to = lsb(targets)
         targets = pop_lsb(targets)
@@ -92,7 +105,7 @@ def generate_legal(T, bb, board, st, moves):
         c = lsb(chk)
         mask = between(T, ksq, c) | chk
     else:
-        mask = ~own
+        mask = ~own if quiets else enemy
     pinned = pinned_pieces(T, bb, ksq, us)
 
     # Knights (a pinned knight never moves).
@@ -132,7 +145,11 @@ def generate_legal(T, bb, board, st, moves):
         if pinned & bit(s):
             pmask &= line(T, ksq, s)
         to = s + up
-        if board[to] == 0:
+        if not quiets:
+            if board[to] == 0 and to >> 3 == last_rank and not (pinned & bit(s) and not (line(T, ksq, s) & bit(to))):
+                moves[n] = s | (to << 6) | (5 << 12)
+                n += 1
+        elif board[to] == 0:
             if pmask & bit(to):
                 if to >> 3 == last_rank:
                     n = _add_promotions(moves, n, s, to)
@@ -162,7 +179,7 @@ def generate_legal(T, bb, board, st, moves):
 
     # Castling: the king may not be in check, cross an attacked square or land on one.
     rights = (st[ST_CASTLE] >> (2 * us)) & 3
-    if chk == U0 and rights != 0:
+    if quiets and chk == U0 and rights != 0:
         for r in range(2):
             if not (rights >> r & 1):
                 continue

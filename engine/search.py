@@ -10,7 +10,7 @@ from numba import njit
 
 from engine.attacks import attackers_by, bishop_attacks, rook_attacks
 from engine.bitops import U0, bit, lsb, pop_lsb
-from engine.movegen import checkers, generate_legal
+from engine.movegen import checkers, generate_legal, generate_tactical
 from engine.position import (MOVE_CASTLE, MOVE_EP, ST_KEY, ST_KSQ, ST_PLY_FROM_NULL, ST_RULE50, ST_SIDE,
                              make_move, make_null_move)
 from nnue.accumulator import ensure_accumulator
@@ -421,19 +421,9 @@ def qsearch(T, S, ply, alpha, beta):
 
     moves = S[I_MOVES][ply]
     scores = S[I_SCORES][ply]
-    n = generate_legal(T, bb, board, st, moves)
-    if n == 0:
-        return -MATE + ply if in_check else 0
-    # Keep captures and queen promotions unless in check; order by MVV-LVA and SEE.
-    k = 0
-    for i in range(n):
-        m = moves[i]
-        if in_check or board[(m >> 6) & 63] != 0 or (m & MOVE_EP) or ((m >> 12) & 7) == 5:
-            if m & MOVE_CASTLE:
-                if not in_check:
-                    continue
-            moves[k] = m
-            k += 1
+    k = generate_tactical(T, bb, board, st, moves)
+    if k == 0 and in_check:
+        return -MATE + ply
     _score_moves(T, S, ply, k, tt_move, bb, board, side, S[I_CUR_MOVE][ply - 1] if ply > 0 else 0)
     best_move = 0
     for i in range(k):

@@ -80,3 +80,33 @@ def test_illegal_uci_move_is_refused():
     for text in ("e2e5", "e1g1", "zz", "e7e5", "a2a1q"):
         with pytest.raises(ValueError):
             parse_uci_move(board, text)
+
+
+def test_tactical_moves_are_the_captures_and_queen_promotions():
+    """Quiescence's generator: legal captures, en passant and queen promotions, or every evasion in check."""
+    import numpy as np
+    from engine.movegen import checkers, generate_tactical
+    from engine.position import MOVE_EP
+    from engine.tables import tables
+    rng = random.Random(99)
+    T = tables()
+    buf = np.empty(256, dtype=np.int32)
+    checked = 0
+    for game in range(30):
+        cb = chess.Board()
+        while not cb.is_game_over() and cb.ply() < 200:
+            board = parse_fen(cb.fen())
+            n = generate_tactical(T, board.bb, board.board, board.st, buf)
+            got = sorted(int(m) for m in buf[:n])
+            legal = legal_moves(board)
+            if checkers(T, board.bb, board.st):
+                want = sorted(legal)
+            else:
+                want = sorted(m for m in legal if board.board[(m >> 6) & 63] != 0 or m & MOVE_EP
+                              or ((m >> 12) & 7 == 5 and board.board[(m >> 6) & 63] == 0)
+                              or ((m >> 12) & 7 != 0 and board.board[(m >> 6) & 63] != 0))
+                want = sorted(m for m in want if not (m >> 16) & 1)
+            assert got == want, cb.fen()
+            checked += 1
+            cb.push(rng.choice(list(cb.legal_moves)))
+    assert checked > 2000
