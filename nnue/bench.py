@@ -1,6 +1,12 @@
 """NNUE speed: evaluations per second from scratch and incrementally along game move sequences.
 
-    python -m nnue.bench [--net PATH] [--games N] [--plies N] [--runs N] [--no-stockfish]
+    python -m nnue.bench [--net PATH] [--net-big PATH] [--net-small PATH] [--games N] [--plies N] [--runs N]
+                         [--no-stockfish] [--no-17]
+
+Measured for the 15.1 net (``--net``) and, when a Stockfish 17.1 pair is found (``--net-big``/``--net-small``,
+else the default names via ``nnue.netpair``), for the big net alone, the small net alone (each with 17.1's
+formula, ``evaluate``) and the pair as the search would use it (``evaluate_pair``: small net on large material
+imbalances, big-net re-evaluation, both stacks lazy).
 
 Move sequences are games from fixed openings (``8moves_v3.epd`` when present, else the start position)
 continued by Stockfish at a small node count when a Stockfish binary is available, else by seeded random
@@ -30,7 +36,7 @@ import numpy as np
 from numba import njit
 
 from nnue.accumulator import ensure_accumulator, make_stack, refresh_ply
-from nnue.evaluate import evaluate
+from nnue.evaluate import bitboards, evaluate, evaluate_pair
 from nnue.inference import make_scratch
 from nnue.netfile import load_net
 from nnue.netpath import resolve_net_path
@@ -59,6 +65,20 @@ def bench_incremental(net, boards, sides, rule50s, kings, dirty, ndirty, acc, ps
         computed[p, 1] = 0
         ensure_accumulator(net, acc, psqt, computed, dirty, ndirty, p, boards[p], kings[p, 0], kings[p, 1])
         total += evaluate(net, acc, psqt, p, sides[p], boards[p], rule50s[p], 0, scratch)
+    return total
+
+
+@njit(cache=True, nogil=True)
+def bench_pair_incremental(big, small, boards, bbs, sides, rule50s, kings, big_nn, small_nn, sb, ss):
+    """As ``bench_incremental`` with Stockfish 17.1's two nets (``evaluate_pair``; stacks share dirty)."""
+    total = 0
+    big_nn[2][0, :] = 0
+    small_nn[2][0, :] = 0
+    for p in range(boards.shape[0]):
+        big_nn[2][p, :] = 0
+        small_nn[2][p, :] = 0
+        total += evaluate_pair(big, small, big_nn, small_nn, p, boards[p], bbs[p], kings[p, 0], kings[p, 1],
+                               sides[p], rule50s[p], 0, sb, ss)
     return total
 
 
@@ -211,47 +231,92 @@ def stockfish_bench_nps(path):
     return None
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description="NNUE evaluation speed.")
-    ap.add_argument("--net", default=None)
-    ap.add_argument("--games", type=int, default=8)
-    ap.add_argument("--plies", type=int, default=120)
-    ap.add_argument("--runs", type=int, default=7)
-    ap.add_argument("--no-stockfish", action="store_true")
-    args = ap.parse_args(argv)
-
-    net = load_net(resolve_net_path(args.net))
-    arrays = net.arrays()
-    l1 = net.arch.l1
-    seqs, source = game_sequences(args.games, args.plies)
-    prepared = [sequence_arrays(s, args.plies + 1) for s in seqs]
-    boards = np.concatenate([p[0] for p in prepared])
-    sides = np.concatenate([p[1] for p in prepared])
-    r50 = np.concatenate([p[2] for p in prepared])
+def measure(arrays, l1, prepared, boards, sides, r50, runs):
+    """(from-scratch evals/s, incremental evals/s) of one net with ``evaluate`` (formula by generation)."""
     max_ply = max(len(p[0]) for p in prepared)
     acc, psqt, computed, _, _ = make_stack(l1, max_ply)
     scratch = make_scratch(l1)
-
     # Warm up (compiles or loads from cache).
     bench_scratch(arrays, boards[:2], sides[:2], r50[:2], acc, psqt, computed, scratch)
     bench_incremental(arrays, *prepared[0][:4], prepared[0][4], prepared[0][5], acc, psqt, computed, scratch)
-
-    n_pos = boards.shape[0]
     scratch_rate = _median_rate(
-        lambda: bench_scratch(arrays, boards, sides, r50, acc, psqt, computed, scratch), n_pos, args.runs)
+        lambda: bench_scratch(arrays, boards, sides, r50, acc, psqt, computed, scratch), boards.shape[0], runs)
     n_inc = sum(len(p[0]) - 1 for p in prepared)
 
     def inc():
         for p in prepared:
             bench_incremental(arrays, p[0], p[1], p[2], p[3], p[4], p[5], acc, psqt, computed, scratch)
-    inc_rate = _median_rate(inc, n_inc, args.runs)
+    return scratch_rate, _median_rate(inc, n_inc, runs)
 
-    print(f"net            : {os.path.basename(net.path)} ({net.arch.describe()})")
-    print(f"positions      : {n_pos} from {len(seqs)} games ({source}), median of {args.runs} runs")
-    print(f"from scratch   : {scratch_rate:12,.0f} evals/s  ({1e6 / scratch_rate:.2f} us/eval: refresh both "
+
+def measure_pair(pair, prepared, runs):
+    """(incremental evals/s, fraction of evaluations that used the small net) with ``evaluate_pair``."""
+    big, small = pair.arrays()
+    max_ply = max(len(p[0]) for p in prepared)
+    (bl1, sl1) = pair.l1
+    big_nn0 = make_stack(bl1, max_ply)
+    small_nn0 = make_stack(sl1, max_ply)
+    sb, ss = make_scratch(bl1), make_scratch(sl1)
+    games = []
+    for p in prepared:
+        big_nn = big_nn0[:3] + (p[4], p[5])
+        small_nn = small_nn0[:3] + (p[4], p[5])
+        bbs = np.stack([bitboards(b) for b in p[0]])
+        games.append((p[0], bbs, p[1], p[2], p[3], big_nn, small_nn))
+    bench_pair_incremental(big, small, *games[0], sb, ss)
+    n = sum(len(g[0]) for g in games)
+
+    def run():
+        for g in games:
+            bench_pair_incremental(big, small, *g, sb, ss)
+    rate = _median_rate(run, n, runs)
+    from nnue.evaluate import material_17
+    small_used = sum(abs(material_17(b, s)[1]) > 962 for g in games for b, s in zip(g[0], g[2]))
+    return rate, small_used / n
+
+
+def _report(label, net, scratch_rate, inc_rate):
+    print(f"{label:<15}: {os.path.basename(net.path)} ({net.arch.describe()})")
+    print(f"  from scratch : {scratch_rate:12,.0f} evals/s  ({1e6 / scratch_rate:.2f} us/eval: refresh both "
           f"perspectives + forward + final eval)")
-    print(f"incremental    : {inc_rate:12,.0f} evals/s  ({1e6 / inc_rate:.2f} us/eval: lazy update of both "
+    print(f"  incremental  : {inc_rate:12,.0f} evals/s  ({1e6 / inc_rate:.2f} us/eval: lazy update of both "
           f"perspectives (refresh on own king moves) + forward + final eval)")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description="NNUE evaluation speed.")
+    ap.add_argument("--net", default=None, help="Stockfish 15.1 net (default: nets/nn-ad9b42354671.nnue)")
+    ap.add_argument("--net-big", default=None, help="Stockfish 17.1 big net (default: nn-1c0000000000.nnue)")
+    ap.add_argument("--net-small", default=None, help="Stockfish 17.1 small net (default: nn-37f18f62d772.nnue)")
+    ap.add_argument("--games", type=int, default=8)
+    ap.add_argument("--plies", type=int, default=120)
+    ap.add_argument("--runs", type=int, default=7)
+    ap.add_argument("--no-stockfish", action="store_true")
+    ap.add_argument("--no-17", action="store_true", help="skip the Stockfish 17.1 nets")
+    args = ap.parse_args(argv)
+
+    net = load_net(resolve_net_path(args.net))
+    pair = None
+    if not args.no_17:
+        from nnue.netpair import load_pair
+        try:
+            pair = load_pair(args.net_big, args.net_small)
+        except ValueError as exc:
+            print(f"(no Stockfish 17.1 pair: {exc})")
+    seqs, source = game_sequences(args.games, args.plies)
+    prepared = [sequence_arrays(s, args.plies + 1) for s in seqs]
+    boards = np.concatenate([p[0] for p in prepared])
+    sides = np.concatenate([p[1] for p in prepared])
+    r50 = np.concatenate([p[2] for p in prepared])
+
+    print(f"positions      : {boards.shape[0]} from {len(seqs)} games ({source}), median of {args.runs} runs")
+    _report("15.1 net", net, *measure(net.arrays(), net.arch.l1, prepared, boards, sides, r50, args.runs))
+    if pair is not None:
+        for label, n in (("17.1 big net", pair.big), ("17.1 small net", pair.small)):
+            _report(label, n, *measure(n.arrays(), n.arch.l1, prepared, boards, sides, r50, args.runs))
+        rate, frac = measure_pair(pair, prepared, args.runs)
+        print(f"17.1 pair      : incremental {rate:12,.0f} evals/s  ({1e6 / rate:.2f} us/eval: evaluate_pair, "
+              f"small net chosen in {100 * frac:.1f}% of these positions)")
 
     sf = None if args.no_stockfish else _stockfish_path()
     if sf:

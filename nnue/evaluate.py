@@ -44,10 +44,10 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from engine.bitops import popcount
 from nnue.accumulator import ensure_accumulator, make_stack, refresh_ply
 from nnue.architecture import GEN_SF15_1
 from nnue.inference import bucket_of, forward, forward_all, make_scratch
+from nnue.intmath import popcount64 as popcount
 from nnue.intmath import tdiv, wrap32
 from nnue.netfile import P_GENERATION, PARAMS
 
