@@ -4,9 +4,9 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 QF := $(VENV)/bin/quantfish
 
-.PHONY: install venv package net warm test bench clean
+.PHONY: install venv package kernel net warm test bench clean
 
-install: package net warm
+install: package kernel net warm
 
 venv: $(PY)
 
@@ -17,11 +17,16 @@ $(PY):
 package: $(PY)
 	$(PY) -m pip install -q -e '.[test]'
 
+# C NNUE kernel (scalar, AVX2, AVX-512, AVX-512 VNNI variants in one library, chosen at run time).
+# Optional: without a C compiler the engine runs its Numba path.
+kernel: $(PY)
+	$(PY) -m nnue.build_kernel || echo "C kernel not built: the Numba path will be used"
+
 net: $(PY)
 	$(PY) -m nnue.get_net
 
 # Compile every Numba function once so that the first game starts at once.
-warm: package
+warm: package kernel
 	$(PY) -m engine.warm
 
 test: $(PY)
@@ -32,4 +37,5 @@ bench: $(PY)
 
 clean:
 	rm -rf $(VENV) build *.egg-info
+	rm -f nnue/kernel/libqfkernel.so
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

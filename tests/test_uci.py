@@ -243,3 +243,44 @@ def test_game_against_itself_via_python_chess():
         info = engine.analyse(board, chess.engine.Limit(depth=4)) if not board.is_game_over() else None
         if info is not None:
             assert "score" in info
+
+
+def test_go_nodes_limits_the_search(uci):
+    uci.send("position startpos")
+    uci.send("go nodes 3000")
+    lines = uci.expect("bestmove")
+    infos = [l.split() for l in lines if l.startswith("info depth")]
+    assert infos
+    assert int(infos[-1][infos[-1].index("nodes") + 1]) <= 3000 + 1024
+
+
+def test_go_mate_finds_the_mate_and_stops(uci):
+    uci.send("position fen 6k1/5ppp/8/8/8/8/5PPP/3R2K1 w - - 0 1")
+    uci.send("go mate 1")
+    lines = uci.expect("bestmove", timeout=30)
+    assert _bestmove(lines) == "d1d8"
+    assert "score mate 1" in [l for l in lines if l.startswith("info depth")][-1]
+
+
+def test_searchmoves_restricts_the_root(uci):
+    uci.send("position startpos")
+    uci.send("go depth 6 searchmoves a2a3 h2h3")
+    assert _bestmove(uci.expect("bestmove")) in ("a2a3", "h2h3")
+
+
+def test_time_control_search_leaves_time_on_the_clock(uci):
+    uci.send("position startpos moves e2e4 c7c5")
+    start = time.time()
+    uci.send("go wtime 500 btime 500 winc 0 binc 0")
+    uci.expect("bestmove", timeout=5)
+    assert time.time() - start < 0.5
+
+
+def test_ucinewgame_and_clear_hash_then_search(uci):
+    uci.send("ucinewgame")
+    uci.send("setoption name Clear Hash")
+    uci.send("setoption name Hash value 32")
+    uci.send("position startpos")
+    uci.send("go depth 4")
+    lines = uci.expect("bestmove")
+    assert not any(l.startswith("info string") for l in lines)

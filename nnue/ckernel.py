@@ -1,0 +1,607 @@
+"""The C NNUE kernel: loading, CPU detection, net layout, and Numba-compiled wrappers that call it.
+
+The kernel (``nnue/kernel/qfkernel.c``, built by ``python -m nnue.build_kernel`` into
+``nnue/kernel/libqfkernel.so``) holds the hot loops in plain C with AVX2 / AVX-512 / AVX-512 VNNI
+variants and a scalar fallback. It gives exactly the integers of the Numba path.
+
+Choosing the path
+-----------------
+``load_kernel(mode)`` with mode ``"auto"`` (default; ``$QUANTFISH_KERNEL`` overrides), ``"c"`` or ``"numba"``
+returns a ``Kernel``: ``status`` is ``"c-avx512vnni"``, ``"c-avx512"``, ``"c-avx2"``, ``"c-scalar"`` or
+``"numba"``, ``reason`` says why (for an ``info string``), ``funcs`` is the ``KernelFuncs`` tuple of ctypes
+functions (None on the Numba path). ``auto`` takes the best variant the CPU supports and the Numba path when
+the library is missing or stale or the CPU lacks AVX2; ``c`` also accepts the scalar C variant.
+``$QUANTFISH_KERNEL_VARIANT`` (or ``variant=``) forces one variant.
+
+Calling it from compiled code (caching)
+---------------------------------------
+The ctypes functions are passed INTO ``@njit(cache=True)`` functions as an argument (the ``KernelFuncs``
+named tuple): Numba types each as ``ExternalFunctionPointer(signature)`` and reads the address when the
+argument is unboxed, so the compiled code does not depend on where the library was loaded, and it is cached
+(a second process loads it: NUMBA_DEBUG_CACHE=1 prints "data loaded", see tests/test_ckernel.py). Referring
+to a ctypes function as a global would freeze its address into the code and disable caching. One call
+through the pointer costs about 1-2 ns. Array arguments are passed as ``arr.ctypes`` (a void pointer to the
+first element), so every array handed to the kernel must be C-contiguous.
+
+Wrappers (same semantics as the Numba path, plus the kernel tuple and a scratch tuple)
+------------------------------------------------------------------------------------
+* ``forward_c(kf, cnet, acc, psqt, ply, side, bucket, scratch) -> (psqt, positional)`` = ``inference.forward``
+* ``refresh_c(kf, cnet, board, persp, ksq, acc_out, psqt_out, scratch)`` = ``accumulator.refresh``
+* ``update_c(kf, cnet, persp, ksq, dirty_row, nd, acc_src, acc_dst, psqt_src, psqt_dst, scratch)``
+  = ``accumulator.update``
+* ``ensure_accumulator_c(kf, cnet, acc, psqt, computed, dirty, ndirty, ply, board, ksq_w, ksq_b, scratch)``
+  and ``refresh_ply_c(kf, cnet, acc, psqt, computed, ply, board, scratch)``
+* refresh cache (``make_refresh_cache``): ``refresh_cached_c`` / ``ensure_accumulator_cached_c`` (C) and
+  ``refresh_cached`` / ``ensure_accumulator_cached`` (Numba path), see "Refresh cache" below.
+
+With ``kf = kernel.funcs if kernel.is_c else placeholder_funcs()`` one compiled search can serve both paths
+(same Numba types) and choose per call with a flag.
+
+``cnet = make_cnet(net)`` (built once) re-lays fc_0 and fc_1 for the kernel and makes the FT weights 64-byte
+aligned (a copy unless they already are). ``make_cstack`` is ``accumulator.make_stack`` with aligned rows.
+``scratch = make_cscratch(l1)`` is (x uint8[l1], nnz int32[l1/4 + 16], work int32[128]), the same shape as
+``inference.make_scratch`` (whose buffers also fit). One scratch per thread.
+
+Refresh cache
+-------------
+One entry per perspective and own-king square: an accumulator (int16[l1] + int32 PSQT) and the mailbox it
+was computed for. It starts as (biases, 0, empty board). A refresh of perspective P with its king on k
+diffs the current board against entry (P, k)'s board, applies the removed/added features to the entry in
+place, stores the board, and copies the entry to the output (the C kernel does update + copy in one pass).
+A king move costs about as many feature rows as pieces changed since the king last stood on that square,
+instead of all pieces (about 32). Entries are keyed by the square, not the king bucket, because the
+orientation (mirroring when the king is on files a-d) also depends on the square. Memory: 2 * 64 * l1 * 2
+bytes (256 KB for L1 = 1024). Any board is valid input: an entry is only ever a function of its board.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from pathlib import Path
+from typing import NamedTuple, Optional
+
+import numpy as np
+from numba import njit
+
+from nnue import build_kernel, netfile
+from nnue.accumulator import update
+from nnue.features import king_bucket_offset, king_square, orient, piece_plane
+from nnue.intmath import tdiv
+from nnue.netfile import B0, B1, B2, FT_BIAS, FT_PSQT, FT_WEIGHTS, W0, W1, W2
+
+# The PARAMS slot of Net.arrays() (FT shift of 17.1 nets); absent in older layouts.
+PARAMS = getattr(netfile, "PARAMS", None)
+P_FT_SHIFT = getattr(netfile, "P_FT_SHIFT", 1)
+
+LIBRARY = build_kernel.LIBRARY
+ENV_MODE = "QUANTFISH_KERNEL"
+ENV_VARIANT = "QUANTFISH_KERNEL_VARIANT"
+MODES = ("auto", "c", "numba")
+
+CPU_AVX2, CPU_AVX512, CPU_AVX512VNNI = 1, 2, 4
+# variant -> CPU feature bits it needs, best first
+VARIANT_NEEDS = {"avx512vnni": CPU_AVX2 | CPU_AVX512 | CPU_AVX512VNNI, "avx512": CPU_AVX2 | CPU_AVX512,
+                 "avx2": CPU_AVX2, "scalar": 0}
+SIMD_VARIANTS = ("avx512vnni", "avx512", "avx2")
+
+NO_SQ = 64
+MAX_DIRTY = 3
+FC0_OUT = 16
+FC1_OUT = 32
+FC1_IN = 32
+WORK_SIZE = 128
+ALIGN = 64
+
+_P = ctypes.c_void_p
+_I = ctypes.c_int64
+# name -> (restype, argtypes); the order of KernelFuncs
+_SIGNATURES = {
+    "acc_refresh": (None, [_P, _P, _P, _I, _I, _P, _I, _P, _P]),
+    "acc_update": (None, [_P, _P, _I, _I, _P, _P, _P, _P, _P, _I, _P, _I]),
+    "acc_update_copy": (None, [_P, _P, _I, _I, _P, _P, _P, _P, _P, _I, _P, _I]),
+    "transform": (None, [_P, _P, _I, _I, _P]),
+    "transform_nnz": (_I, [_P, _P, _I, _I, _P, _P]),
+    "find_nnz": (_I, [_P, _I, _P]),
+    "fc0": (None, [_P, _P, _P, _P, _I, _P]),
+    "head": (_I, [_P, _P, _P, _P, _I]),
+    "forward": (_I, [_P, _P, _I, _I, _P, _P, _P, _P, _P, _I, _P, _P, _P]),
+}
+
+
+class KernelFuncs(NamedTuple):
+    """ctypes functions of one variant (C prototypes in nnue/kernel/qfkernel.c)."""
+
+    acc_refresh: object      # (bias, w, pw, l1, nb, feats, n, acc, psqt)
+    acc_update: object       # (w, pw, l1, nb, src, psrc, dst, pdst, rem, nr, add, na)
+    acc_update_copy: object  # (w, pw, l1, nb, entry, pentry, out, pout, rem, nr, add, na)
+    transform: object        # (acc_us, acc_them, l1, ft_shift, x)
+    transform_nnz: object    # (acc_us, acc_them, l1, ft_shift, x, nnz) -> n
+    find_nnz: object         # (x, l1, nnz) -> n
+    fc0: object              # (w0g, b0, x, nnz, n, out16)
+    head: object             # (fc0, w1g, b1, w2, b2) -> positional
+    forward: object          # (acc_us, acc_them, l1, ft_shift, w0g, b0, w1g, b1, w2, b2, x, nnz, fc0) -> pos
+
+
+class Kernel(NamedTuple):
+    status: str                     # "c-<variant>" or "numba"
+    variant: Optional[str]          # "avx512vnni", "avx512", "avx2", "scalar" or None
+    funcs: Optional[KernelFuncs]
+    reason: str
+
+    @property
+    def is_c(self) -> bool:
+        return self.funcs is not None
+
+    def info_string(self) -> str:
+        return f"NNUE path {self.status}: {self.reason}"
+
+
+class KernelUnavailable(RuntimeError):
+    pass
+
+
+# ------------------------------------------------------------------------------------------------------
+# Loading
+# ------------------------------------------------------------------------------------------------------
+
+_libs: dict = {}
+
+
+def load_library(path=None):
+    """ctypes handle of the kernel library (cached per path); raises KernelUnavailable with the reason."""
+    path = Path(path or LIBRARY)
+    key = str(path)
+    if key in _libs:
+        return _libs[key]
+    if not path.is_file():
+        raise KernelUnavailable(f"kernel library {path} not built (run: make kernel)")
+    try:
+        lib = ctypes.CDLL(key)
+    except OSError as exc:
+        raise KernelUnavailable(f"cannot load kernel library {path}: {exc}") from None
+    try:
+        lib.qf_build_id.restype = ctypes.c_char_p
+        lib.qf_build_id.argtypes = []
+        lib.qf_cpu_features.restype = ctypes.c_int64
+        lib.qf_cpu_features.argtypes = []
+        built_from = lib.qf_build_id().decode().split("-")[0]
+    except AttributeError:
+        raise KernelUnavailable(f"kernel library {path} is not a Quantfish kernel (run: make kernel)") from None
+    if build_kernel.SOURCE.is_file() and built_from != build_kernel.source_id():
+        raise KernelUnavailable(f"kernel library {path} is stale: built from other sources "
+                                f"(run: make kernel)")
+    _libs[key] = lib
+    return lib
+
+
+def cpu_features(lib=None) -> int:
+    """CPU feature bits (CPU_AVX2 | CPU_AVX512 | CPU_AVX512VNNI) from CPUID via the library, or from
+    /proc/cpuinfo when no library is given."""
+    if lib is not None:
+        return int(lib.qf_cpu_features())
+    flags = proc_cpu_flags()
+    f = 0
+    if {"avx2", "fma", "bmi2", "popcnt"} <= flags:
+        f |= CPU_AVX2
+        if {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= flags:
+            f |= CPU_AVX512
+            if "avx512_vnni" in flags:
+                f |= CPU_AVX512VNNI
+    return f
+
+
+def proc_cpu_flags() -> set:
+    """The 'flags' of the first CPU in /proc/cpuinfo (empty set when unavailable)."""
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+def compiled_variants(lib) -> list:
+    """Variants present in the library (the build leaves out those the compiler cannot target)."""
+    return [v for v in VARIANT_NEEDS if hasattr(lib, f"qf_{v}_forward")]
+
+
+def usable_variants(lib) -> list:
+    """Variants present in the library that this CPU runs, best first."""
+    feats = cpu_features(lib)
+    return [v for v in compiled_variants(lib) if VARIANT_NEEDS[v] & feats == VARIANT_NEEDS[v]]
+
+
+def kernel_funcs(lib, variant: str) -> KernelFuncs:
+    """Typed ctypes functions of ``variant``."""
+    funcs = []
+    for name, (restype, argtypes) in _SIGNATURES.items():
+        # A fresh function object per (variant, name), so argtypes set here cannot leak between variants.
+        fn = ctypes.CFUNCTYPE(restype, *argtypes)((f"qf_{variant}_{name}", lib))
+        funcs.append(fn)
+    return KernelFuncs(*funcs)
+
+
+def _not_loaded(*args):
+    raise RuntimeError("C kernel function called on the Numba path (placeholder_funcs)")
+
+
+_placeholders = None
+
+
+def placeholder_funcs() -> KernelFuncs:
+    """KernelFuncs with the kernel's exact ctypes signatures that work without the library (Python
+    callbacks that raise if ever called). Numba types them exactly like the real functions, so one compiled
+    (and cached) search can take ``kf`` plus a run-time flag and serve both paths:
+    ``kf = kernel.funcs if kernel.is_c else placeholder_funcs()``."""
+    global _placeholders
+    if _placeholders is None:
+        _placeholders = KernelFuncs(*(ctypes.CFUNCTYPE(restype, *argtypes)(_not_loaded)
+                                      for restype, argtypes in _SIGNATURES.values()))
+    return _placeholders
+
+
+def load_kernel(mode: Optional[str] = None, variant: Optional[str] = None, path=None,
+                require: bool = False) -> Kernel:
+    """Choose the evaluation path (see the module docstring). ``require=True`` raises KernelUnavailable
+    instead of falling back to the Numba path when C was asked for (mode "c" or a variant)."""
+    mode = (mode or os.environ.get(ENV_MODE) or "auto").strip().lower()
+    if mode not in MODES:
+        raise ValueError(f"kernel mode must be one of {', '.join(MODES)}, not {mode!r}")
+    variant = variant or os.environ.get(ENV_VARIANT) or None
+    if mode == "numba":
+        return Kernel("numba", None, None, "Numba path selected")
+    strict = require and (mode == "c" or variant is not None)
+    try:
+        lib = load_library(path)
+        usable = usable_variants(lib)
+        if variant is not None:
+            if variant not in VARIANT_NEEDS:
+                raise KernelUnavailable(f"unknown kernel variant {variant!r} (one of {', '.join(VARIANT_NEEDS)})")
+            if variant not in usable:
+                raise KernelUnavailable(f"kernel variant {variant} is not usable here "
+                                        f"(usable: {', '.join(usable) or 'none'})")
+            chosen, why = variant, "variant forced"
+        else:
+            simd = [v for v in usable if v in SIMD_VARIANTS]
+            if simd:
+                chosen, why = simd[0], "best variant this CPU supports"
+            elif mode == "c" and "scalar" in usable:
+                chosen, why = "scalar", "CPU lacks AVX2: scalar C variant (mode c)"
+            else:
+                raise KernelUnavailable("CPU lacks AVX2")
+        return Kernel(f"c-{chosen}", chosen, kernel_funcs(lib, chosen), f"C kernel, {why}")
+    except KernelUnavailable as exc:
+        if strict:
+            raise
+        return Kernel("numba", None, None, f"{exc}; using the Numba path")
+
+
+# ------------------------------------------------------------------------------------------------------
+# Net layout and buffers for the kernel
+# ------------------------------------------------------------------------------------------------------
+
+def aligned_zeros(shape, dtype, align: int = ALIGN) -> np.ndarray:
+    """C-contiguous zeroed array whose data starts on an ``align``-byte boundary."""
+    dtype = np.dtype(dtype)
+    shape = (shape,) if np.isscalar(shape) else tuple(shape)
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    buf = np.zeros(nbytes + align, np.uint8)
+    off = (-buf.ctypes.data) % align
+    return buf[off:off + nbytes].view(dtype).reshape(shape)
+
+
+def aligned_copy(a: np.ndarray, align: int = ALIGN) -> np.ndarray:
+    out = aligned_zeros(a.shape, a.dtype, align)
+    out[...] = a
+    return out
+
+
+class CNet(NamedTuple):
+    """Net parameters as the kernel reads them (built once by ``make_cnet``)."""
+
+    ft_bias: np.ndarray      # int16[L1]            (shared with Net.arrays())
+    ft_weights: np.ndarray   # int16[F, L1]         (shared unless align_ft)
+    ft_psqt: np.ndarray      # int32[F, nb]         (shared)
+    b0: np.ndarray           # int32[S, 16]
+    w0g: np.ndarray          # int8[S, L1/4, 16, 4] w0g[s, g, o, k] = w0[s, o, 4g+k]
+    b1: np.ndarray           # int32[S, 32]
+    w1g: np.ndarray          # int8[S, 8, 32, 4]    w1g[s, g, o, k] = w1[s, o, 4g+k]
+    b2: np.ndarray           # int64[S]
+    w2: np.ndarray           # int8[S, 32]
+    params: np.ndarray       # int64[1]: ft_shift (0: 15.1 transform, 1: 17.1, accumulator doubled first)
+
+
+def fc0_grouped(w0: np.ndarray) -> np.ndarray:
+    """[S][16][L1] -> [S][L1/4][16][4] (4 consecutive inputs of all 16 outputs are 64 contiguous bytes)."""
+    s, o, n = w0.shape
+    return aligned_copy(w0.reshape(s, o, n // 4, 4).transpose(0, 2, 1, 3))
+
+
+def make_cnet(net, ft_shift: Optional[int] = None, align_ft: bool = True) -> CNet:
+    """Kernel layout of ``net`` (a ``Net`` or its ``arrays()`` tuple). ``ft_shift`` s selects the transform
+    ``a = int16(acc << s)``, ``(clamp(a[j], 0, 127 << s) * clamp(a[j + L1/2], 0, 127 << s)) >> 7 + 2s``:
+    0 for 15.1 nets, 1 for 17.1 nets; by default it is read from the net's PARAMS slot (0 if it has none).
+    ``align_ft`` (default) makes the FT weights 64-byte aligned: refreshes and updates are 1.2-1.5x faster
+    (a misaligned 64-byte row chunk spans two cache lines). The array is shared when it is aligned already,
+    else copied (46 MB for the 15.1 net); pass False to always share."""
+    a = net.arrays() if hasattr(net, "arrays") else net
+    if ft_shift is None:
+        ft_shift = int(a[PARAMS][P_FT_SHIFT]) if PARAMS is not None and len(a) > PARAMS else 0
+    ft_bias, ft_w, ft_p = a[FT_BIAS], a[FT_WEIGHTS], a[FT_PSQT]
+    l1 = ft_bias.shape[0]
+    if l1 % 8 or ft_w.shape[1] != l1:
+        raise ValueError(f"the kernel needs L1 to be a multiple of 8 (L1 = {l1})")
+    w0 = np.asarray(a[W0])
+    if w0.shape[1] != FC0_OUT or w0.shape[2] != l1 or a[W1].shape[1:] != (FC1_OUT, FC1_IN):
+        raise ValueError(f"unexpected layer shapes: fc_0 {w0.shape}, fc_1 {a[W1].shape}")
+    if ft_shift not in (0, 1):
+        raise ValueError(f"the kernel supports ft_shift 0 or 1, not {ft_shift}")
+    w1 = np.asarray(a[W1])
+    w1g = aligned_copy(w1.reshape(w1.shape[0], FC1_OUT, FC1_IN // 4, 4).transpose(0, 2, 1, 3))
+    return CNet(np.ascontiguousarray(ft_bias),
+                aligned_copy(ft_w) if align_ft and ft_w.ctypes.data % ALIGN else np.ascontiguousarray(ft_w),
+                np.ascontiguousarray(ft_p),
+                aligned_copy(a[B0].astype(np.int32)), fc0_grouped(w0),
+                aligned_copy(a[B1].astype(np.int32)), w1g,
+                np.ascontiguousarray(a[B2], dtype=np.int64), aligned_copy(a[W2].astype(np.int8)),
+                np.array([ft_shift], np.int64))
+
+
+def make_cstack(l1: int, max_ply: int, psqt_buckets: int = 8):
+    """``accumulator.make_stack`` with 64-byte aligned arrays (every acc[p, P] row starts on a cache line
+    when l1 is a multiple of 32): (acc, psqt, computed, dirty, ndirty)."""
+    return (aligned_zeros((max_ply, 2, l1), np.int16), aligned_zeros((max_ply, 2, psqt_buckets), np.int32),
+            np.zeros((max_ply, 2), np.uint8), np.zeros((max_ply, MAX_DIRTY, 3), np.int32),
+            np.zeros(max_ply, np.int32))
+
+
+def make_cscratch(l1: int):
+    """(x uint8[l1], nnz int32[l1/4 + 16], work int32[128]), 64-byte aligned; one per thread."""
+    return (aligned_zeros(l1, np.uint8), aligned_zeros(l1 // 4 + 16, np.int32),
+            aligned_zeros(WORK_SIZE, np.int32))
+
+
+# ------------------------------------------------------------------------------------------------------
+# Compiled wrappers (the search calls these; kf is KernelFuncs, passed as an argument)
+# ------------------------------------------------------------------------------------------------------
+
+@njit(cache=True, nogil=True)
+def positional_c(kf, cnet, acc_us, acc_them, bucket, scratch):
+    """Layer-stack output of ``bucket`` for two perspective accumulators (side to move first)."""
+    x, nnz, work = scratch
+    return kf.forward(acc_us.ctypes, acc_them.ctypes, acc_us.shape[0], cnet.params[0],
+                      cnet.w0g[bucket].ctypes, cnet.b0[bucket].ctypes, cnet.w1g[bucket].ctypes,
+                      cnet.b1[bucket].ctypes, cnet.w2[bucket].ctypes, cnet.b2[bucket], x.ctypes, nnz.ctypes,
+                      work.ctypes)
+
+
+@njit(cache=True, nogil=True)
+def forward_c(kf, cnet, acc, psqt, ply, side, bucket, scratch):
+    """(psqt, positional) of one bucket for the accumulators at ``ply``: ``inference.forward`` in C."""
+    pos = positional_c(kf, cnet, acc[ply, side], acc[ply, 1 - side], bucket, scratch)
+    return tdiv(np.int64(psqt[ply, side, bucket]) - np.int64(psqt[ply, 1 - side, bucket]), 2), pos
+
+
+@njit(cache=True, nogil=True)
+def forward_all_c(kf, cnet, acc, psqt, ply, side, psqt_out, pos_out, scratch):
+    """All buckets (for eval reports): fills psqt_out and pos_out, like ``inference.forward_all``."""
+    for b in range(psqt_out.shape[0]):
+        p, q = forward_c(kf, cnet, acc, psqt, ply, side, b, scratch)
+        psqt_out[b] = p
+        pos_out[b] = q
+
+
+@njit(cache=True, nogil=True)
+def refresh_c(kf, cnet, board, persp, ksq, acc_out, psqt_out, scratch):
+    """One perspective's accumulator from scratch for mailbox ``board`` (``accumulator.refresh``)."""
+    feats = scratch[2]
+    o = orient(persp, ksq)
+    kb = king_bucket_offset(persp, ksq)
+    n = 0
+    for sq in range(64):
+        pc = board[sq]
+        if pc != 0:
+            feats[n] = (sq ^ o) + piece_plane(persp, pc) + kb
+            n += 1
+    kf.acc_refresh(cnet.ft_bias.ctypes, cnet.ft_weights.ctypes, cnet.ft_psqt.ctypes, acc_out.shape[0],
+                   psqt_out.shape[0], feats.ctypes, n, acc_out.ctypes, psqt_out.ctypes)
+
+
+@njit(cache=True, nogil=True)
+def update_c(kf, cnet, persp, ksq, dirty_row, nd, acc_src, acc_dst, psqt_src, psqt_dst, scratch):
+    """``dst = src`` minus the removed and plus the added features of one move (``accumulator.update``)."""
+    work = scratch[2]
+    rem = work[0:4]
+    add = work[4:8]
+    o = orient(persp, ksq)
+    kb = king_bucket_offset(persp, ksq)
+    nr = 0
+    na = 0
+    for i in range(nd):
+        pc = dirty_row[i, 0]
+        base = piece_plane(persp, pc) + kb
+        if dirty_row[i, 1] != NO_SQ:
+            rem[nr] = (dirty_row[i, 1] ^ o) + base
+            nr += 1
+        if dirty_row[i, 2] != NO_SQ:
+            add[na] = (dirty_row[i, 2] ^ o) + base
+            na += 1
+    kf.acc_update(cnet.ft_weights.ctypes, cnet.ft_psqt.ctypes, acc_dst.shape[0], psqt_dst.shape[0],
+                  acc_src.ctypes, psqt_src.ctypes, acc_dst.ctypes, psqt_dst.ctypes, rem.ctypes, nr, add.ctypes,
+                  na)
+
+
+@njit(cache=True, nogil=True)
+def _king_moved(dirty, ndirty, ply, persp):
+    king = persp * 8 + 6
+    for i in range(ndirty[ply]):
+        if dirty[ply, i, 0] == king:
+            return True
+    return False
+
+
+@njit(cache=True, nogil=True)
+def ensure_accumulator_c(kf, cnet, acc, psqt, computed, dirty, ndirty, ply, board, king_sq_white,
+                         king_sq_black, scratch):
+    """``accumulator.ensure_accumulator`` with the C kernel: lazy update from the nearest computed ancestor,
+    refresh when the perspective's own king moved on the way."""
+    for persp in range(2):
+        if computed[ply, persp]:
+            continue
+        ksq = king_sq_white if persp == 0 else king_sq_black
+        q = ply
+        need_refresh = False
+        while not computed[q, persp]:
+            if q == 0 or _king_moved(dirty, ndirty, q, persp):
+                need_refresh = True
+                break
+            q -= 1
+        if need_refresh:
+            refresh_c(kf, cnet, board, persp, ksq, acc[ply, persp], psqt[ply, persp], scratch)
+            computed[ply, persp] = 1
+        else:
+            for p in range(q + 1, ply + 1):
+                update_c(kf, cnet, persp, ksq, dirty[p], ndirty[p], acc[p - 1, persp], acc[p, persp],
+                         psqt[p - 1, persp], psqt[p, persp], scratch)
+                computed[p, persp] = 1
+
+
+@njit(cache=True, nogil=True)
+def refresh_ply_c(kf, cnet, acc, psqt, computed, ply, board, scratch):
+    """Refresh both perspectives of ``ply`` from ``board`` (finds the kings itself)."""
+    for persp in range(2):
+        refresh_c(kf, cnet, board, persp, king_square(board, persp), acc[ply, persp], psqt[ply, persp], scratch)
+        computed[ply, persp] = 1
+
+
+# ------------------------------------------------------------------------------------------------------
+# Refresh cache (both paths)
+# ------------------------------------------------------------------------------------------------------
+
+def make_refresh_cache(net):
+    """(acc int16[2, 64, L1], psqt int32[2, 64, nb], boards int8[2, 64, 64]) for ``net`` (a CNet, a Net or
+    its arrays() tuple): every entry holds the biases, zero PSQT and an empty board. Reset it (make a new
+    one) when the net changes; it is valid for any position otherwise."""
+    a = net.arrays() if hasattr(net, "arrays") else net
+    bias, psq = a[FT_BIAS], a[FT_PSQT]
+    l1, nb = bias.shape[0], psq.shape[1]
+    acc = aligned_zeros((2, 64, l1), np.int16)
+    acc[...] = bias
+    return acc, aligned_zeros((2, 64, nb), np.int32), aligned_zeros((2, 64, 64), np.int8)
+
+
+@njit(cache=True, nogil=True)
+def _board_diff(board, cached, persp, ksq, rem, add):
+    """Features removed (on ``cached``, not on ``board``) and added (the reverse); updates ``cached``."""
+    o = orient(persp, ksq)
+    kb = king_bucket_offset(persp, ksq)
+    nr = 0
+    na = 0
+    # A plain byte loop (the branch is rarely taken); ndarray.view(np.uint64) costs ~75 ns in Numba.
+    for sq in range(64):
+        old = cached[sq]
+        new = board[sq]
+        if old != new:
+            if old != 0:
+                rem[nr] = (sq ^ o) + piece_plane(persp, old) + kb
+                nr += 1
+            if new != 0:
+                add[na] = (sq ^ o) + piece_plane(persp, new) + kb
+                na += 1
+            cached[sq] = new
+    return nr, na
+
+
+@njit(cache=True, nogil=True)
+def refresh_cached_c(kf, cnet, cache, board, persp, ksq, acc_out, psqt_out, scratch):
+    """``refresh_c`` through the refresh cache: entry (persp, ksq) += board diff, then copied out."""
+    cacc, cpsqt, cboards = cache
+    work = scratch[2]
+    rem = work[0:64]
+    add = work[64:128]
+    nr, na = _board_diff(board, cboards[persp, ksq], persp, ksq, rem, add)
+    kf.acc_update_copy(cnet.ft_weights.ctypes, cnet.ft_psqt.ctypes, acc_out.shape[0], psqt_out.shape[0],
+                       cacc[persp, ksq].ctypes, cpsqt[persp, ksq].ctypes, acc_out.ctypes, psqt_out.ctypes,
+                       rem.ctypes, nr, add.ctypes, na)
+
+
+@njit(cache=True, nogil=True)
+def refresh_cached(net, cache, board, persp, ksq, acc_out, psqt_out, scratch):
+    """Numba path: the same refresh through the cache (``net`` is ``Net.arrays()``)."""
+    cacc, cpsqt, cboards = cache
+    w = net[FT_WEIGHTS]
+    pw = net[FT_PSQT]
+    work = scratch[2]
+    rem = work[0:64]
+    add = work[64:128]
+    nr, na = _board_diff(board, cboards[persp, ksq], persp, ksq, rem, add)
+    e = cacc[persp, ksq]
+    pe = cpsqt[persp, ksq]
+    for i in range(nr):
+        row = w[rem[i]]
+        for j in range(e.shape[0]):
+            e[j] = e[j] - row[j]
+        prow = pw[rem[i]]
+        for k in range(pe.shape[0]):
+            pe[k] = pe[k] - prow[k]
+    for i in range(na):
+        row = w[add[i]]
+        for j in range(e.shape[0]):
+            e[j] = e[j] + row[j]
+        prow = pw[add[i]]
+        for k in range(pe.shape[0]):
+            pe[k] = pe[k] + prow[k]
+    acc_out[:] = e
+    psqt_out[:] = pe
+
+
+@njit(cache=True, nogil=True)
+def _nearest_computed(computed, dirty, ndirty, ply, persp):
+    """Ply of the nearest computed ancestor reachable by updates, or -1 when a refresh is needed."""
+    q = ply
+    while not computed[q, persp]:
+        if q == 0 or _king_moved(dirty, ndirty, q, persp):
+            return -1
+        q -= 1
+    return q
+
+
+@njit(cache=True, nogil=True)
+def ensure_accumulator_cached_c(kf, cnet, cache, acc, psqt, computed, dirty, ndirty, ply, board, king_sq_white,
+                                king_sq_black, scratch):
+    """``ensure_accumulator_c`` whose refreshes go through the refresh cache."""
+    for persp in range(2):
+        if computed[ply, persp]:
+            continue
+        ksq = king_sq_white if persp == 0 else king_sq_black
+        q = _nearest_computed(computed, dirty, ndirty, ply, persp)
+        if q < 0:
+            refresh_cached_c(kf, cnet, cache, board, persp, ksq, acc[ply, persp], psqt[ply, persp], scratch)
+            computed[ply, persp] = 1
+        else:
+            for p in range(q + 1, ply + 1):
+                update_c(kf, cnet, persp, ksq, dirty[p], ndirty[p], acc[p - 1, persp], acc[p, persp],
+                         psqt[p - 1, persp], psqt[p, persp], scratch)
+                computed[p, persp] = 1
+
+
+@njit(cache=True, nogil=True)
+def ensure_accumulator_cached(net, cache, acc, psqt, computed, dirty, ndirty, ply, board, king_sq_white,
+                              king_sq_black, scratch):
+    """Numba path: ``accumulator.ensure_accumulator`` whose refreshes go through the refresh cache."""
+    for persp in range(2):
+        if computed[ply, persp]:
+            continue
+        ksq = king_sq_white if persp == 0 else king_sq_black
+        q = _nearest_computed(computed, dirty, ndirty, ply, persp)
+        if q < 0:
+            refresh_cached(net, cache, board, persp, ksq, acc[ply, persp], psqt[ply, persp], scratch)
+            computed[ply, persp] = 1
+        else:
+            for p in range(q + 1, ply + 1):
+                update(net, persp, ksq, dirty[p], ndirty[p], acc[p - 1, persp], acc[p, persp],
+                       psqt[p - 1, persp], psqt[p, persp])
+                computed[p, persp] = 1

@@ -1,0 +1,662 @@
+/*
+ * Quantfish NNUE kernel: the integer hot loops of HalfKAv2_hm nets (docs/nnue-sf15.1.md, nnue-sf17.1.md).
+ *
+ * This one file is compiled several times, once per instruction set, with QF_VARIANT_* defined:
+ *   QF_VARIANT_SCALAR      plain C (the compiler may auto-vectorise with the baseline ISA)   qf_scalar_*
+ *   QF_VARIANT_AVX2        AVX2 intrinsics                                                   qf_avx2_*
+ *   QF_VARIANT_AVX512      AVX-512 F/BW/VL                                                   qf_avx512_*
+ *   QF_VARIANT_AVX512VNNI  AVX-512 F/BW/VL + VNNI (vpdpbusd)                                 qf_avx512vnni_*
+ * The scalar translation unit also defines the variant-independent entry points (CPU detection, build id).
+ * The API is declared in qfkernel.h. Python (nnue/ckernel.py) picks one variant at run time. There is no Python.h: every function works on
+ * raw pointers and int64 counts, so it can be called through ctypes and from Numba-compiled code.
+ *
+ * Every function gives exactly the integers of the Numba path (nnue/inference.py, nnue/accumulator.py):
+ *   - accumulators: int16 wrapping adds of FT weight rows, int32 wrapping adds of PSQT rows;
+ *   - transform with s = ft_shift (0 for 15.1 nets, 1 for 17.1 nets, whose FT Stockfish doubles at load):
+ *     a = int16(acc << s) (wrapping), x = (clamp(a[j], 0, 127 << s) * clamp(a[j + l1/2], 0, 127 << s))
+ *     >> (7 + 2s), side to move first;
+ *   - fc_0: int32 wrapping sums (like the Numba int32 output array);
+ *   - head: SqrClippedReLU / ClippedReLU, fc_1, ClippedReLU, fc_2 + tdiv(wrap32(fc0[15]*9600), 8128), exact
+ *     for every int32 input (see head_impl).
+ * Byte dot products: vpdpbusd is exact for all inputs. The non-VNNI paths use vpmaddubsw (u8*i8 + u8*i8 with
+ * int16 saturation) followed by vpmaddwd with ones (exact int32); a vpmaddubsw lane cannot saturate when
+ * every u8 input is <= 127, since |2 * 127 * 128| = 32512 < 32767. All u8 inputs of fc_0 come from the
+ * transform (<= 126) and all of fc_1 / fc_2 from clipped activations (<= 127), so the result is exact;
+ * this is the documented precondition of the standalone fc0 entry point (x[i] <= 127) for those variants.
+ * Two int16 results are never added before widening (no saturating vpaddsw).
+ *
+ * Buffers: nothing needs to be aligned (unaligned loads everywhere); 64-byte alignment is faster. The nnz
+ * list must have room for l1/4 + 16 entries (SIMD code stores whole vectors past the last index).
+ * Layouts prepared once by nnue/ckernel.py (make_cnet):
+ *   w0g  int8 [l1/4][16][4]  fc_0 weights of one stack: w0g[g][o][k] = w0[o][4g+k]
+ *   w1g  int8 [8][32][4]     fc_1 weights of one stack: w1g[g][o][k] = w1[o][4g+k]
+ *
+ * Original code written for Quantfish.
+ */
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#if defined(QF_VARIANT_AVX512VNNI)
+#  define QF(name) qf_avx512vnni_##name
+#  define QF_USE_AVX512 1
+#  define QF_USE_VNNI 1
+#elif defined(QF_VARIANT_AVX512)
+#  define QF(name) qf_avx512_##name
+#  define QF_USE_AVX512 1
+#elif defined(QF_VARIANT_AVX2)
+#  define QF(name) qf_avx2_##name
+#  define QF_USE_AVX2 1
+#else
+#  define QF(name) qf_scalar_##name
+#  define QF_SCALAR 1
+#endif
+
+#if defined(QF_USE_AVX512) || defined(QF_USE_AVX2)
+#  include <immintrin.h>
+#endif
+
+#define QF_API __attribute__((visibility("default")))
+#define QF_INLINE static inline __attribute__((always_inline))
+
+#include "qfkernel.h"
+
+#ifndef QF_BUILD_ID
+#  define QF_BUILD_ID "unknown"
+#endif
+
+#define FC0_OUT 16
+#define FC1_OUT 32
+#define FC1_IN 32
+#define SQR_CLAMP 8160     /* (v*v) >> 19 >= 127 exactly when |v| >= 8160 */
+#define BIAS1_CLAMP (1 << 30)
+
+QF_INLINE int32_t load_i32(const void *p)
+{
+    int32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+QF_INLINE int64_t clamp64(int64_t v, int64_t lo, int64_t hi)
+{
+    return v < lo ? lo : (v > hi ? hi : v);
+}
+
+/* fc_2's skip connection: tdiv(wrap32(fc0_15 * 9600), 8128); C division truncates toward zero. */
+QF_INLINE int64_t forward_skip(int32_t fc0_15)
+{
+    int32_t p = (int32_t)((uint32_t)fc0_15 * 9600u);
+    return (int64_t)(p / 8128);
+}
+
+/* ------------------------------------------------------------------------------------------------------ */
+/* Accumulator: dst = src - sum(w[rem]) + sum(w[add]); dst2 (optional) gets the same values.              */
+/* src may alias dst or dst2: each tile is fully loaded before it is stored.                             */
+/* ------------------------------------------------------------------------------------------------------ */
+
+#if defined(QF_USE_AVX512)
+typedef __m512i vec_t;
+#  define VW 32
+#  define TILE_REGS 16
+#  define vload(p) _mm512_loadu_si512((const void *)(p))
+#  define vstore(p, v) _mm512_storeu_si512((void *)(p), (v))
+#  define vadd16 _mm512_add_epi16
+#  define vsub16 _mm512_sub_epi16
+#elif defined(QF_USE_AVX2)
+typedef __m256i vec_t;
+#  define VW 16
+#  define TILE_REGS 8
+#  define vload(p) _mm256_loadu_si256((const __m256i *)(p))
+#  define vstore(p, v) _mm256_storeu_si256((__m256i *)(p), (v))
+#  define vadd16 _mm256_add_epi16
+#  define vsub16 _mm256_sub_epi16
+#endif
+
+#if defined(VW)
+QF_INLINE void tile_update(const int nreg, const int16_t *w, int64_t l1, int64_t j0,
+                           const int16_t *src, int16_t *dst, int16_t *dst2,
+                           const int32_t *rem, int64_t nr, const int32_t *add, int64_t na)
+{
+    vec_t r[TILE_REGS];
+#pragma GCC unroll 16
+    for (int k = 0; k < nreg; k++)
+        r[k] = vload(src + j0 + k * VW);
+    for (int64_t i = 0; i < nr; i++) {
+        const int16_t *row = w + (int64_t)rem[i] * l1 + j0;
+#pragma GCC unroll 16
+        for (int k = 0; k < nreg; k++)
+            r[k] = vsub16(r[k], vload(row + k * VW));
+    }
+    for (int64_t i = 0; i < na; i++) {
+        const int16_t *row = w + (int64_t)add[i] * l1 + j0;
+#pragma GCC unroll 16
+        for (int k = 0; k < nreg; k++)
+            r[k] = vadd16(r[k], vload(row + k * VW));
+    }
+#pragma GCC unroll 16
+    for (int k = 0; k < nreg; k++)
+        vstore(dst + j0 + k * VW, r[k]);
+    if (dst2) {
+#pragma GCC unroll 16
+        for (int k = 0; k < nreg; k++)
+            vstore(dst2 + j0 + k * VW, r[k]);
+    }
+}
+#endif
+
+QF_INLINE void acc_update_impl(const int16_t *w, const int32_t *pw, int64_t l1, int64_t nb,
+                               const int16_t *src, const int32_t *psrc,
+                               int16_t *dst, int32_t *pdst, int16_t *dst2, int32_t *pdst2,
+                               const int32_t *rem, int64_t nr, const int32_t *add, int64_t na)
+{
+    int64_t j = 0;
+#if defined(VW)
+    for (; j + TILE_REGS * VW <= l1; j += TILE_REGS * VW)
+        tile_update(TILE_REGS, w, l1, j, src, dst, dst2, rem, nr, add, na);
+    for (; j + 4 * VW <= l1; j += 4 * VW)
+        tile_update(4, w, l1, j, src, dst, dst2, rem, nr, add, na);
+    for (; j + VW <= l1; j += VW)
+        tile_update(1, w, l1, j, src, dst, dst2, rem, nr, add, na);
+    for (; j < l1; j++) {
+        uint16_t s = (uint16_t)src[j];
+        for (int64_t i = 0; i < nr; i++)
+            s = (uint16_t)(s - (uint16_t)w[(int64_t)rem[i] * l1 + j]);
+        for (int64_t i = 0; i < na; i++)
+            s = (uint16_t)(s + (uint16_t)w[(int64_t)add[i] * l1 + j]);
+        dst[j] = (int16_t)s;
+        if (dst2)
+            dst2[j] = (int16_t)s;
+    }
+#else
+    /* Scalar: row-wise passes over dst (the compiler vectorises these with the baseline ISA). */
+    (void)j;
+    if (dst != src)
+        memmove(dst, src, (size_t)l1 * sizeof(int16_t));
+    for (int64_t i = 0; i < nr; i++) {
+        const int16_t *row = w + (int64_t)rem[i] * l1;
+        for (int64_t k = 0; k < l1; k++)
+            dst[k] = (int16_t)(uint16_t)((uint16_t)dst[k] - (uint16_t)row[k]);
+    }
+    for (int64_t i = 0; i < na; i++) {
+        const int16_t *row = w + (int64_t)add[i] * l1;
+        for (int64_t k = 0; k < l1; k++)
+            dst[k] = (int16_t)(uint16_t)((uint16_t)dst[k] + (uint16_t)row[k]);
+    }
+    if (dst2)
+        memcpy(dst2, dst, (size_t)l1 * sizeof(int16_t));
+#endif
+    for (int64_t k = 0; k < nb; k++) {
+        uint32_t s = psrc ? (uint32_t)psrc[k] : 0u;
+        for (int64_t i = 0; i < nr; i++)
+            s -= (uint32_t)pw[(int64_t)rem[i] * nb + k];
+        for (int64_t i = 0; i < na; i++)
+            s += (uint32_t)pw[(int64_t)add[i] * nb + k];
+        pdst[k] = (int32_t)s;
+        if (pdst2)
+            pdst2[k] = (int32_t)s;
+    }
+}
+
+/* acc = bias + sum(w[feats]), psqt = sum(pw[feats]) (one perspective). */
+QF_API void QF(acc_refresh)(const int16_t *bias, const int16_t *w, const int32_t *pw, int64_t l1, int64_t nb,
+                            const int32_t *feats, int64_t n, int16_t *acc, int32_t *psqt)
+{
+    acc_update_impl(w, pw, l1, nb, bias, NULL, acc, psqt, NULL, NULL, NULL, 0, feats, n);
+}
+
+/* dst = src - sum(w[rem]) + sum(w[add]) and the same for PSQT; src may equal dst. */
+QF_API void QF(acc_update)(const int16_t *w, const int32_t *pw, int64_t l1, int64_t nb,
+                           const int16_t *src, const int32_t *psrc, int16_t *dst, int32_t *pdst,
+                           const int32_t *rem, int64_t nr, const int32_t *add, int64_t na)
+{
+    acc_update_impl(w, pw, l1, nb, src, psrc, dst, pdst, NULL, NULL, rem, nr, add, na);
+}
+
+/* Refresh-cache step: entry += diff (in place), then out = entry, in one pass. */
+QF_API void QF(acc_update_copy)(const int16_t *w, const int32_t *pw, int64_t l1, int64_t nb,
+                                int16_t *entry, int32_t *pentry, int16_t *out, int32_t *pout,
+                                const int32_t *rem, int64_t nr, const int32_t *add, int64_t na)
+{
+    acc_update_impl(w, pw, l1, nb, entry, pentry, entry, pentry, out, pout, rem, nr, add, na);
+}
+
+/* ------------------------------------------------------------------------------------------------------ */
+/* Feature transform and the list of non-zero 4-byte input groups                                        */
+/* ------------------------------------------------------------------------------------------------------ */
+
+#if defined(QF_USE_AVX2)
+/* nnz_lut[m] = positions of the set bits of m (8-bit mask), in increasing order. */
+static uint8_t nnz_lut[256][8];
+__attribute__((constructor)) static void init_nnz_lut(void)
+{
+    for (int m = 0; m < 256; m++) {
+        int n = 0;
+        for (int b = 0; b < 8; b++)
+            if (m & (1 << b))
+                nnz_lut[m][n++] = (uint8_t)b;
+        for (; n < 8; n++)
+            nnz_lut[m][n] = 0;
+    }
+}
+#endif
+
+/* Indices g of the non-zero groups x[4g..4g+3], for groups [g0, g1); returns the new count. */
+QF_INLINE int64_t nnz_scalar(const uint8_t *x, int64_t g0, int64_t g1, int32_t *nnz, int64_t n)
+{
+    for (int64_t g = g0; g < g1; g++) {
+        nnz[n] = (int32_t)g;
+        n += load_i32(x + 4 * g) != 0;
+    }
+    return n;
+}
+
+QF_INLINE int64_t find_nnz_impl(const uint8_t *x, int64_t l1, int32_t *nnz)
+{
+    const int64_t groups = l1 / 4;
+    int64_t g = 0, n = 0;
+#if defined(QF_USE_AVX512)
+    const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    for (; g + 16 <= groups; g += 16) {
+        __m512i y = _mm512_loadu_si512((const void *)(x + 4 * g));
+        __mmask16 m = _mm512_test_epi32_mask(y, y);
+        __m512i ids = _mm512_add_epi32(_mm512_set1_epi32((int32_t)g), iota);
+        _mm512_storeu_si512((void *)(nnz + n), _mm512_maskz_compress_epi32(m, ids));
+        n += __builtin_popcount((unsigned)m);
+    }
+#elif defined(QF_USE_AVX2)
+    const __m256i zero = _mm256_setzero_si256();
+    for (; g + 8 <= groups; g += 8) {
+        __m256i y = _mm256_loadu_si256((const __m256i *)(x + 4 * g));
+        unsigned zm = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(y, zero)));
+        unsigned m = ~zm & 0xFFu;
+        __m256i off = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)nnz_lut[m]));
+        _mm256_storeu_si256((__m256i *)(nnz + n), _mm256_add_epi32(off, _mm256_set1_epi32((int32_t)g)));
+        n += __builtin_popcount(m);
+    }
+#endif
+    return nnz_scalar(x, g, groups, nnz, n);
+}
+
+QF_INLINE int64_t ft_value(int16_t a, int64_t s)
+{
+    return (int64_t)(int16_t)(uint16_t)((uint32_t)(uint16_t)a << s);
+}
+
+QF_INLINE int32_t clamp32(int32_t v, int32_t hi)
+{
+    return v < 0 ? 0 : (v > hi ? hi : v);
+}
+
+/* x[j] for j in [j0, half) of one perspective (the SIMD tail, or all of it in the scalar variant); one
+   loop per shift so that the compiler can vectorise them. */
+QF_INLINE void transform_scalar(const int16_t *a, int64_t half, int64_t j0, int64_t s, uint8_t *out)
+{
+    if (s == 0) {
+        for (int64_t j = j0; j < half; j++)
+            out[j] = (uint8_t)((clamp32(a[j], 127) * clamp32(a[j + half], 127)) >> 7);
+    } else {
+        for (int64_t j = j0; j < half; j++)
+            out[j] = (uint8_t)((clamp32((int32_t)ft_value(a[j], 1), 254)
+                                * clamp32((int32_t)ft_value(a[j + half], 1), 254)) >> 9);
+    }
+}
+
+/* Transform both perspectives (side to move first) into x[l1]; if nnz is not NULL, also list the non-zero
+   4-byte groups and return their number (else return 0). ft_shift s is 0 or 1: the clamped values are at
+   most 254, their product fits an unsigned 16-bit lane, and the result is 0..126. */
+QF_INLINE int64_t transform_impl(const int16_t *acc_us, const int16_t *acc_them, int64_t l1, int64_t s,
+                                 uint8_t *x, int32_t *nnz)
+{
+    const int64_t half = l1 / 2;
+    const int64_t cmax = 127 << s, shift = 7 + 2 * s;
+    int64_t n = 0;
+#if defined(QF_USE_AVX512)
+    const int64_t blk = 64;
+    const int fuse = nnz != NULL && half % blk == 0;
+    const __m512i zero = _mm512_setzero_si512();
+    const __m512i vmax = _mm512_set1_epi16((int16_t)cmax);
+    const __m128i sh = _mm_cvtsi64_si128(shift);
+    const __m128i pre = _mm_cvtsi64_si128(s);
+    const __m512i perm = _mm512_setr_epi64(0, 2, 4, 6, 1, 3, 5, 7);
+    const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    for (int p = 0; p < 2; p++) {
+        const int16_t *a = p ? acc_them : acc_us;
+        uint8_t *out = x + p * half;
+        int64_t j = 0;
+        for (; j + blk <= half; j += blk) {
+#define FT512(p) _mm512_min_epi16(_mm512_max_epi16(_mm512_sll_epi16(_mm512_loadu_si512(p), pre), zero), vmax)
+            __m512i a0 = FT512(a + j);
+            __m512i a1 = FT512(a + j + 32);
+            __m512i b0 = FT512(a + half + j);
+            __m512i b1 = FT512(a + half + j + 32);
+#undef FT512
+            /* a*b <= 65535 fits an unsigned 16-bit lane; the logical shift makes it 0..255. */
+            __m512i p0 = _mm512_srl_epi16(_mm512_mullo_epi16(a0, b0), sh);
+            __m512i p1 = _mm512_srl_epi16(_mm512_mullo_epi16(a1, b1), sh);
+            /* packus interleaves the 128-bit lanes of p0 and p1; the qword permutation restores order. */
+            __m512i y = _mm512_permutexvar_epi64(perm, _mm512_packus_epi16(p0, p1));
+            _mm512_storeu_si512((void *)(out + j), y);
+            if (fuse) {
+                __mmask16 m = _mm512_test_epi32_mask(y, y);
+                __m512i ids = _mm512_add_epi32(_mm512_set1_epi32((int32_t)((p * half + j) >> 2)), iota);
+                _mm512_storeu_si512((void *)(nnz + n), _mm512_maskz_compress_epi32(m, ids));
+                n += __builtin_popcount((unsigned)m);
+            }
+        }
+        transform_scalar(a, half, j, s, out);
+    }
+#elif defined(QF_USE_AVX2)
+    const int64_t blk = 32;
+    const int fuse = nnz != NULL && half % blk == 0;
+    const __m256i zero = _mm256_setzero_si256();
+    const __m256i vmax = _mm256_set1_epi16((int16_t)cmax);
+    const __m128i sh = _mm_cvtsi64_si128(shift);
+    const __m128i pre = _mm_cvtsi64_si128(s);
+    for (int p = 0; p < 2; p++) {
+        const int16_t *a = p ? acc_them : acc_us;
+        uint8_t *out = x + p * half;
+        int64_t j = 0;
+        for (; j + blk <= half; j += blk) {
+#define FT256(p) _mm256_min_epi16(_mm256_max_epi16(_mm256_sll_epi16(vload(p), pre), zero), vmax)
+            __m256i a0 = FT256(a + j);
+            __m256i a1 = FT256(a + j + 16);
+            __m256i b0 = FT256(a + half + j);
+            __m256i b1 = FT256(a + half + j + 16);
+#undef FT256
+            __m256i p0 = _mm256_srl_epi16(_mm256_mullo_epi16(a0, b0), sh);
+            __m256i p1 = _mm256_srl_epi16(_mm256_mullo_epi16(a1, b1), sh);
+            __m256i y = _mm256_permute4x64_epi64(_mm256_packus_epi16(p0, p1), 0xD8);
+            _mm256_storeu_si256((__m256i *)(out + j), y);
+            if (fuse) {
+                unsigned zm = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(y, zero)));
+                unsigned m = ~zm & 0xFFu;
+                __m256i off = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)nnz_lut[m]));
+                __m256i base = _mm256_set1_epi32((int32_t)((p * half + j) >> 2));
+                _mm256_storeu_si256((__m256i *)(nnz + n), _mm256_add_epi32(off, base));
+                n += __builtin_popcount(m);
+            }
+        }
+        transform_scalar(a, half, j, s, out);
+    }
+#else
+    const int fuse = 0;
+    (void)cmax;
+    (void)shift;
+    transform_scalar(acc_us, half, 0, s, x);
+    transform_scalar(acc_them, half, 0, s, x + half);
+#endif
+    if (nnz != NULL && !fuse)
+        n = find_nnz_impl(x, l1, nnz);
+    return n;
+}
+
+QF_API void QF(transform)(const int16_t *acc_us, const int16_t *acc_them, int64_t l1, int64_t ft_shift,
+                          uint8_t *x)
+{
+    transform_impl(acc_us, acc_them, l1, ft_shift, x, NULL);
+}
+
+QF_API int64_t QF(transform_nnz)(const int16_t *acc_us, const int16_t *acc_them, int64_t l1, int64_t ft_shift,
+                                 uint8_t *x, int32_t *nnz)
+{
+    return transform_impl(acc_us, acc_them, l1, ft_shift, x, nnz);
+}
+
+/* Indices of the non-zero 4-byte groups of x[l1] (l1 a multiple of 4); nnz needs l1/4 + 16 entries. */
+QF_API int64_t QF(find_nnz)(const uint8_t *x, int64_t l1, int32_t *nnz)
+{
+    return find_nnz_impl(x, l1, nnz);
+}
+
+/* ------------------------------------------------------------------------------------------------------ */
+/* fc_0 over the listed non-zero groups                                                                  */
+/* ------------------------------------------------------------------------------------------------------ */
+
+#if defined(QF_USE_AVX512)
+#  if defined(QF_USE_VNNI)
+#    define DP512(acc, xv, wv) _mm512_dpbusd_epi32((acc), (xv), (wv))
+#  else
+#    define DP512(acc, xv, wv) \
+        _mm512_add_epi32((acc), _mm512_madd_epi16(_mm512_maddubs_epi16((xv), (wv)), _mm512_set1_epi16(1)))
+#  endif
+#endif
+#if defined(QF_USE_AVX2)
+#  define DP256(acc, xv, wv) \
+      _mm256_add_epi32((acc), _mm256_madd_epi16(_mm256_maddubs_epi16((xv), (wv)), _mm256_set1_epi16(1)))
+#endif
+
+QF_INLINE void fc0_impl(const int8_t *w0g, const int32_t *b0, const uint8_t *x, const int32_t *nnz, int64_t n,
+                        int32_t *out)
+{
+#if defined(QF_USE_AVX512)
+    __m512i s0 = _mm512_loadu_si512((const void *)b0);
+    __m512i s1 = _mm512_setzero_si512(), s2 = _mm512_setzero_si512(), s3 = _mm512_setzero_si512();
+    int64_t t = 0;
+    for (; t + 4 <= n; t += 4) {
+        const int64_t g0 = nnz[t], g1 = nnz[t + 1], g2 = nnz[t + 2], g3 = nnz[t + 3];
+        s0 = DP512(s0, _mm512_set1_epi32(load_i32(x + 4 * g0)), _mm512_loadu_si512(w0g + 64 * g0));
+        s1 = DP512(s1, _mm512_set1_epi32(load_i32(x + 4 * g1)), _mm512_loadu_si512(w0g + 64 * g1));
+        s2 = DP512(s2, _mm512_set1_epi32(load_i32(x + 4 * g2)), _mm512_loadu_si512(w0g + 64 * g2));
+        s3 = DP512(s3, _mm512_set1_epi32(load_i32(x + 4 * g3)), _mm512_loadu_si512(w0g + 64 * g3));
+    }
+    for (; t < n; t++) {
+        const int64_t g = nnz[t];
+        s0 = DP512(s0, _mm512_set1_epi32(load_i32(x + 4 * g)), _mm512_loadu_si512(w0g + 64 * g));
+    }
+    s0 = _mm512_add_epi32(_mm512_add_epi32(s0, s1), _mm512_add_epi32(s2, s3));
+    _mm512_storeu_si512((void *)out, s0);
+#elif defined(QF_USE_AVX2)
+    __m256i lo0 = vload(b0), hi0 = vload(b0 + 8);
+    __m256i lo1 = _mm256_setzero_si256(), hi1 = _mm256_setzero_si256();
+    int64_t t = 0;
+    for (; t + 2 <= n; t += 2) {
+        const int64_t g0 = nnz[t], g1 = nnz[t + 1];
+        const __m256i x0 = _mm256_set1_epi32(load_i32(x + 4 * g0));
+        const __m256i x1 = _mm256_set1_epi32(load_i32(x + 4 * g1));
+        lo0 = DP256(lo0, x0, vload(w0g + 64 * g0));
+        hi0 = DP256(hi0, x0, vload(w0g + 64 * g0 + 32));
+        lo1 = DP256(lo1, x1, vload(w0g + 64 * g1));
+        hi1 = DP256(hi1, x1, vload(w0g + 64 * g1 + 32));
+    }
+    if (t < n) {
+        const int64_t g = nnz[t];
+        const __m256i x0 = _mm256_set1_epi32(load_i32(x + 4 * g));
+        lo0 = DP256(lo0, x0, vload(w0g + 64 * g));
+        hi0 = DP256(hi0, x0, vload(w0g + 64 * g + 32));
+    }
+    vstore(out, _mm256_add_epi32(lo0, lo1));
+    vstore(out + 8, _mm256_add_epi32(hi0, hi1));
+#else
+    uint32_t s[FC0_OUT];
+    for (int o = 0; o < FC0_OUT; o++)
+        s[o] = (uint32_t)b0[o];
+    for (int64_t t = 0; t < n; t++) {
+        const int64_t g = nnz[t];
+        const int8_t *wg = w0g + 64 * g;
+        const uint8_t *xg = x + 4 * g;
+        for (int o = 0; o < FC0_OUT; o++)
+            s[o] += (uint32_t)(wg[4 * o] * xg[0] + wg[4 * o + 1] * xg[1] + wg[4 * o + 2] * xg[2]
+                               + wg[4 * o + 3] * xg[3]);
+    }
+    for (int o = 0; o < FC0_OUT; o++)
+        out[o] = (int32_t)s[o];
+#endif
+}
+
+/* out[16] = b0 + sum over the n listed groups g of w0g[g] . x[4g..4g+3] (int32, wrapping). */
+QF_API void QF(fc0)(const int8_t *w0g, const int32_t *b0, const uint8_t *x, const int32_t *nnz, int64_t n,
+                    int32_t *out)
+{
+    fc0_impl(w0g, b0, x, nnz, n, out);
+}
+
+/* ------------------------------------------------------------------------------------------------------ */
+/* Head: activations of fc_0, fc_1, ClippedReLU, fc_2, plus the forwarded fc_0 output 15                  */
+/* ------------------------------------------------------------------------------------------------------ */
+
+/* Exact for every int32 input:
+ *   sqr: min(127, v*v >> 19) is 127 for |v| >= 8160, so v is clamped to +-8160 first (product < 2^31);
+ *   fc_1: the weighted sum is at most 32*128*127 = 520192 in magnitude; the bias is clamped to +-2^30
+ *         first, which does not change clamp((b + s) >> 6, 0, 127) and keeps the int32 sum exact;
+ *   fc_2 and the skip are summed in int64, as the Numba path does. */
+QF_INLINE int64_t head_impl(const int32_t *fc0, const int8_t *w1g, const int32_t *b1, const int8_t *w2,
+                            int64_t b2)
+{
+#if defined(QF_USE_AVX512)
+    const __m512i v = _mm512_loadu_si512((const void *)fc0);
+    const __m512i zero = _mm512_setzero_si512();
+    const __m512i c127 = _mm512_set1_epi32(127);
+    const __m512i vc = _mm512_min_epi32(_mm512_max_epi32(v, _mm512_set1_epi32(-SQR_CLAMP)),
+                                        _mm512_set1_epi32(SQR_CLAMP));
+    const __m512i sq = _mm512_min_epi32(_mm512_srli_epi32(_mm512_mullo_epi32(vc, vc), 19), c127);
+    const __m512i cr = _mm512_min_epi32(_mm512_max_epi32(_mm512_srai_epi32(v, 6), zero), c127);
+    const __m128i sqb = _mm512_cvtepi32_epi8(sq);
+    const __m128i crb = _mm512_cvtepi32_epi8(cr);
+#elif defined(QF_USE_AVX2)
+    const __m256i zero = _mm256_setzero_si256();
+    const __m256i c127 = _mm256_set1_epi32(127);
+    const __m256i lo_c = _mm256_set1_epi32(-SQR_CLAMP), hi_c = _mm256_set1_epi32(SQR_CLAMP);
+    const __m256i v0 = vload(fc0), v1 = vload(fc0 + 8);
+    const __m256i vc0 = _mm256_min_epi32(_mm256_max_epi32(v0, lo_c), hi_c);
+    const __m256i vc1 = _mm256_min_epi32(_mm256_max_epi32(v1, lo_c), hi_c);
+    const __m256i sq0 = _mm256_min_epi32(_mm256_srli_epi32(_mm256_mullo_epi32(vc0, vc0), 19), c127);
+    const __m256i sq1 = _mm256_min_epi32(_mm256_srli_epi32(_mm256_mullo_epi32(vc1, vc1), 19), c127);
+    const __m256i cr0 = _mm256_min_epi32(_mm256_max_epi32(_mm256_srai_epi32(v0, 6), zero), c127);
+    const __m256i cr1 = _mm256_min_epi32(_mm256_max_epi32(_mm256_srai_epi32(v1, 6), zero), c127);
+    /* int32 -> int16 -> uint8 with the lane order restored after each pack: bytes sq[0..15], cr[0..15]. */
+    const __m256i sq16 = _mm256_permute4x64_epi64(_mm256_packs_epi32(sq0, sq1), 0xD8);
+    const __m256i cr16 = _mm256_permute4x64_epi64(_mm256_packs_epi32(cr0, cr1), 0xD8);
+    const __m256i bytes = _mm256_permute4x64_epi64(_mm256_packus_epi16(sq16, cr16), 0xD8);
+    const __m128i sqb = _mm256_castsi256_si128(bytes);
+    const __m128i crb = _mm256_extracti128_si256(bytes, 1);
+#endif
+
+#if defined(QF_USE_AVX512) || defined(QF_USE_AVX2)
+    /* l1in = sqr[0..14], cr[0..14], 0, 0 */
+    const __m128i keep15 = _mm_setr_epi8(-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0);
+    const __m128i keep14 = _mm_setr_epi8(-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 0);
+    uint8_t in[FC1_IN] __attribute__((aligned(32)));
+    _mm_store_si128((__m128i *)in, _mm_or_si128(_mm_and_si128(sqb, keep15), _mm_slli_si128(crb, 15)));
+    _mm_store_si128((__m128i *)(in + 16), _mm_and_si128(_mm_srli_si128(crb, 1), keep14));
+#endif
+
+#if defined(QF_USE_AVX512)
+    __m512i s0 = _mm512_setzero_si512(), s1 = _mm512_setzero_si512();
+#pragma GCC unroll 8
+    for (int g = 0; g < FC1_IN / 4; g++) {
+        const __m512i xv = _mm512_set1_epi32(load_i32(in + 4 * g));
+        s0 = DP512(s0, xv, _mm512_loadu_si512(w1g + 128 * g));
+        s1 = DP512(s1, xv, _mm512_loadu_si512(w1g + 128 * g + 64));
+    }
+    const __m512i bmin = _mm512_set1_epi32(-BIAS1_CLAMP), bmax = _mm512_set1_epi32(BIAS1_CLAMP);
+    const __m512i bb0 = _mm512_min_epi32(_mm512_max_epi32(_mm512_loadu_si512(b1), bmin), bmax);
+    const __m512i bb1 = _mm512_min_epi32(_mm512_max_epi32(_mm512_loadu_si512(b1 + 16), bmin), bmax);
+    const __m512i c0 = _mm512_min_epi32(_mm512_max_epi32(_mm512_srai_epi32(_mm512_add_epi32(s0, bb0), 6), zero),
+                                        c127);
+    const __m512i c1 = _mm512_min_epi32(_mm512_max_epi32(_mm512_srai_epi32(_mm512_add_epi32(s1, bb1), 6), zero),
+                                        c127);
+    const __m256i cb = _mm256_set_m128i(_mm512_cvtepi32_epi8(c1), _mm512_cvtepi32_epi8(c0));
+    const __m256i prod = _mm256_madd_epi16(_mm256_maddubs_epi16(cb, _mm256_loadu_si256((const __m256i *)w2)),
+                                           _mm256_set1_epi16(1));
+    __m128i r = _mm_add_epi32(_mm256_castsi256_si128(prod), _mm256_extracti128_si256(prod, 1));
+    r = _mm_add_epi32(r, _mm_shuffle_epi32(r, 0x4E));
+    r = _mm_add_epi32(r, _mm_shuffle_epi32(r, 0xB1));
+    const int64_t fc2 = (int64_t)_mm_cvtsi128_si32(r);
+#elif defined(QF_USE_AVX2)
+    __m256i s[4] = {zero, zero, zero, zero};
+#pragma GCC unroll 8
+    for (int g = 0; g < FC1_IN / 4; g++) {
+        const __m256i xv = _mm256_set1_epi32(load_i32(in + 4 * g));
+#pragma GCC unroll 4
+        for (int q = 0; q < 4; q++)
+            s[q] = DP256(s[q], xv, vload(w1g + 128 * g + 32 * q));
+    }
+    const __m256i bmin = _mm256_set1_epi32(-BIAS1_CLAMP), bmax = _mm256_set1_epi32(BIAS1_CLAMP);
+    __m256i acc = zero;
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; q++) {
+        const __m256i bb = _mm256_min_epi32(_mm256_max_epi32(vload(b1 + 8 * q), bmin), bmax);
+        const __m256i c = _mm256_min_epi32(_mm256_max_epi32(_mm256_srai_epi32(_mm256_add_epi32(s[q], bb), 6), zero),
+                                           c127);
+        const __m256i wq = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(w2 + 8 * q)));
+        acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(c, wq));
+    }
+    __m128i r = _mm_add_epi32(_mm256_castsi256_si128(acc), _mm256_extracti128_si256(acc, 1));
+    r = _mm_add_epi32(r, _mm_shuffle_epi32(r, 0x4E));
+    r = _mm_add_epi32(r, _mm_shuffle_epi32(r, 0xB1));
+    const int64_t fc2 = (int64_t)_mm_cvtsi128_si32(r);
+#else
+    int32_t in[FC1_IN];
+    for (int o = 0; o < FC0_OUT - 1; o++) {
+        const int64_t v = fc0[o];
+        const int64_t sq = (v * v) >> 19;
+        in[o] = (int32_t)(sq < 127 ? sq : 127);
+        in[FC0_OUT - 1 + o] = (int32_t)clamp64(v >> 6, 0, 127);
+    }
+    in[FC1_IN - 2] = 0;
+    in[FC1_IN - 1] = 0;
+    int64_t fc2 = 0;
+    for (int o = 0; o < FC1_OUT; o++) {
+        int64_t s = b1[o];
+        for (int g = 0; g < FC1_IN / 4; g++)
+            for (int k = 0; k < 4; k++)
+                s += (int64_t)w1g[128 * g + 4 * o + k] * in[4 * g + k];
+        fc2 += (int64_t)w2[o] * clamp64(s >> 6, 0, 127);
+    }
+#endif
+    return b2 + fc2 + forward_skip(fc0[FC0_OUT - 1]);
+}
+
+/* Positional output of one layer stack from fc_0's 16 outputs. */
+QF_API int64_t QF(head)(const int32_t *fc0, const int8_t *w1g, const int32_t *b1, const int8_t *w2, int64_t b2)
+{
+    return head_impl(fc0, w1g, b1, w2, b2);
+}
+
+/* The whole layer-stack pass: transform (side to move first), non-zero groups, sparse fc_0, head.
+   x needs l1 bytes, nnz l1/4 + 16 entries, fc0_out 16 int32 (left holding fc_0's outputs). */
+QF_API int64_t QF(forward)(const int16_t *acc_us, const int16_t *acc_them, int64_t l1, int64_t ft_shift,
+                           const int8_t *w0g, const int32_t *b0, const int8_t *w1g,
+                           const int32_t *b1, const int8_t *w2, int64_t b2, uint8_t *x, int32_t *nnz,
+                           int32_t *fc0_out)
+{
+    const int64_t n = transform_impl(acc_us, acc_them, l1, ft_shift, x, nnz);
+    fc0_impl(w0g, b0, x, nnz, n, fc0_out);
+    return head_impl(fc0_out, w1g, b1, w2, b2);
+}
+
+/* ------------------------------------------------------------------------------------------------------ */
+/* Variant-independent entry points (scalar translation unit only)                                       */
+/* ------------------------------------------------------------------------------------------------------ */
+
+#if defined(QF_SCALAR)
+
+/* CPU features usable by this process (CPUID, and the OS saving the register state), as bits:
+   1 = AVX2 (+FMA, BMI2, POPCNT), 2 = AVX-512 F/BW/VL/DQ, 4 = AVX-512 VNNI (with 2). */
+QF_API int64_t qf_cpu_features(void)
+{
+    int64_t f = 0;
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("bmi2")
+        && __builtin_cpu_supports("popcnt"))
+        f |= QF_CPU_AVX2;
+    if ((f & QF_CPU_AVX2) && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")
+        && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
+        f |= QF_CPU_AVX512;
+    if ((f & QF_CPU_AVX512) && __builtin_cpu_supports("avx512vnni"))
+        f |= QF_CPU_AVX512VNNI;
+#endif
+    return f;
+}
+
+/* Identifies the sources and flags the library was built from (checked by nnue/ckernel.py). The marker
+   lets nnue/build_kernel.py read it from the file without loading the library. */
+static const char qf_build_id_str[] = "QFKERNEL-BUILD-ID:" QF_BUILD_ID ";";
+
+QF_API const char *qf_build_id(void)
+{
+    return qf_build_id_str + 18;
+}
+#endif

@@ -1,0 +1,72 @@
+/*
+ * Quantfish NNUE kernel: the exported API. Every function exists once per variant, named
+ * qf_<variant>_<name> with <variant> one of scalar, avx2, avx512, avx512vnni (QF(name) below expands to the
+ * variant being compiled; qfkernel.c includes this header so that the compiler checks the definitions).
+ * nnue/ckernel.py holds the matching ctypes signatures (_SIGNATURES).
+ *
+ * Conventions: counts and sizes are int64_t; pointers need no alignment (64 bytes is fastest); l1 is the
+ * accumulator width per perspective (a multiple of 8; 128, 1024 and 3072 in real nets); nb the number of
+ * PSQT buckets (8). Feature indices are int32 rows of the FT tensors: w[f * l1 + j], pw[f * nb + k].
+ */
+#ifndef QFKERNEL_H
+#define QFKERNEL_H
+
+#include <stdint.h>
+
+#ifndef QF
+#  error "define QF(name) (the variant prefix) before including qfkernel.h"
+#endif
+#ifndef QF_API
+#  define QF_API
+#endif
+
+/* acc[j] = int16(bias[j] + sum_f w[f][j]) and psqt[k] = int32(sum_f pw[f][k]) over feats[0..n). */
+QF_API void QF(acc_refresh)(const int16_t *bias, const int16_t *w, const int32_t *pw, int64_t l1, int64_t nb,
+                            const int32_t *feats, int64_t n, int16_t *acc, int32_t *psqt);
+
+/* dst = src - sum w[rem] + sum w[add] (int16 wrapping), pdst likewise (int32 wrapping). src may be dst. */
+QF_API void QF(acc_update)(const int16_t *w, const int32_t *pw, int64_t l1, int64_t nb,
+                           const int16_t *src, const int32_t *psrc, int16_t *dst, int32_t *pdst,
+                           const int32_t *rem, int64_t nr, const int32_t *add, int64_t na);
+
+/* Refresh-cache step: entry += (add - rem) in place, then out = entry (one pass over the accumulator). */
+QF_API void QF(acc_update_copy)(const int16_t *w, const int32_t *pw, int64_t l1, int64_t nb,
+                                int16_t *entry, int32_t *pentry, int16_t *out, int32_t *pout,
+                                const int32_t *rem, int64_t nr, const int32_t *add, int64_t na);
+
+/* x[l1] (uint8, 0..126): side to move's half first. ft_shift s in {0, 1}: a = int16(acc << s),
+   x[j] = clamp(a[j], 0, 127 << s) * clamp(a[j + l1/2], 0, 127 << s) >> (7 + 2s). */
+QF_API void QF(transform)(const int16_t *acc_us, const int16_t *acc_them, int64_t l1, int64_t ft_shift,
+                          uint8_t *x);
+
+/* transform, and list the non-zero 4-byte groups of x into nnz (room for l1/4 + 16); returns their number. */
+QF_API int64_t QF(transform_nnz)(const int16_t *acc_us, const int16_t *acc_them, int64_t l1, int64_t ft_shift,
+                                 uint8_t *x, int32_t *nnz);
+
+/* Indices g (increasing) with x[4g..4g+3] not all zero; nnz needs room for l1/4 + 16. Returns the count. */
+QF_API int64_t QF(find_nnz)(const uint8_t *x, int64_t l1, int32_t *nnz);
+
+/* out[o] = b0[o] + sum over the n listed groups g, k < 4 of w0g[g][o][k] * x[4g + k]   (o < 16, int32
+   wrapping). w0g is one layer stack's fc_0 weights as [l1/4][16][4]. The avx2 and avx512 variants need
+   x[i] <= 127 (true for transform outputs); scalar and avx512vnni are exact for any byte. */
+QF_API void QF(fc0)(const int8_t *w0g, const int32_t *b0, const uint8_t *x, const int32_t *nnz, int64_t n,
+                    int32_t *out);
+
+/* Positional output from fc_0's 16 outputs: SqrClippedReLU / ClippedReLU of outputs 0..14, fc_1 (w1g is
+   [8][32][4]: w1g[g][o][k] = w1[o][4g + k]), ClippedReLU, fc_2, plus tdiv(wrap32(fc0[15] * 9600), 8128).
+   Exact for every int32 input. */
+QF_API int64_t QF(head)(const int32_t *fc0, const int8_t *w1g, const int32_t *b1, const int8_t *w2, int64_t b2);
+
+/* transform_nnz + fc0 + head for one layer stack; x: l1 bytes, nnz: l1/4 + 16 entries, fc0_out: 16 int32. */
+QF_API int64_t QF(forward)(const int16_t *acc_us, const int16_t *acc_them, int64_t l1, int64_t ft_shift,
+                           const int8_t *w0g, const int32_t *b0, const int8_t *w1g, const int32_t *b1,
+                           const int8_t *w2, int64_t b2, uint8_t *x, int32_t *nnz, int32_t *fc0_out);
+
+/* Variant-independent (defined once, in the scalar unit). */
+#define QF_CPU_AVX2 1        /* AVX2, FMA, BMI2, POPCNT */
+#define QF_CPU_AVX512 2      /* AVX-512 F, BW, VL, DQ (and the OS saves the state) */
+#define QF_CPU_AVX512VNNI 4  /* AVX-512 VNNI */
+QF_API int64_t qf_cpu_features(void);
+QF_API const char *qf_build_id(void);
+
+#endif
