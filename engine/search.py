@@ -13,8 +13,10 @@ from engine.bitops import U0, bit, lsb, pop_lsb
 from engine.movegen import checkers, generate_legal, generate_tactical
 from engine.position import (MOVE_CASTLE, MOVE_EP, ST_KEY, ST_KSQ, ST_PLY_FROM_NULL, ST_RULE50, ST_SIDE,
                              make_move, make_null_move)
-from nnue.accumulator import ensure_accumulator
-from nnue.evaluate import evaluate as nnue_evaluate
+from engine.bitops import popcount
+from nnue.ckernel import ensure_accumulator_cached, ensure_accumulator_cached_c, forward_c
+from nnue.evaluate import finish
+from nnue.inference import bucket_of, forward
 
 MAX_PLY = 120
 STACK = MAX_PLY + 8
@@ -47,6 +49,9 @@ I_ROOT_MOVES = 20
 I_EVALS = 21
 I_QUIETS = 22
 I_LMR = 23
+I_KF = 24          # C kernel functions (placeholders with the same types on the Numba path)
+I_CNET = 25
+I_REFRESH_CACHE = 26
 
 # Slots of the control array ctl (int64).
 C_NODES = 0
@@ -59,6 +64,7 @@ C_ROOT_DEPTH = 6
 C_N_ROOT = 7         # number of allowed root moves in root_moves
 C_OPTIMISM_W = 8
 C_OPTIMISM_B = 9
+C_USE_C = 10         # 1: the C kernel evaluates, 0: the Numba path
 CTL_SIZE = 16
 
 # Transposition-table entry: full key in tt_keys, packed fields in tt_data.
@@ -277,10 +283,23 @@ def is_repetition(keys, st, idx, root_idx):
 
 
 @njit(cache=True, nogil=True)
-def static_eval(net, nn, scratch, ply, bb, board, st, optimism):
-    acc, psqt, computed, dirty, ndirty = nn
-    ensure_accumulator(net, acc, psqt, computed, dirty, ndirty, ply, board, st[ST_KSQ], st[ST_KSQ + 1])
-    return nnue_evaluate(net, acc, psqt, ply, st[ST_SIDE], board, st[ST_RULE50], optimism, scratch)
+def static_eval(S, ply, bb, board, st, optimism):
+    """NNUE evaluation of the position at ``ply`` (side to move's view), by the C kernel or Numba."""
+    acc, psqt, computed, dirty, ndirty = S[I_NN]
+    net = S[I_NET]
+    scratch = S[I_SCRATCH]
+    side = st[ST_SIDE]
+    bucket = bucket_of(popcount(bb[0] | bb[8]))
+    if S[I_CTL][C_USE_C]:
+        kf, cnet = S[I_KF], S[I_CNET]
+        ensure_accumulator_cached_c(kf, cnet, S[I_REFRESH_CACHE], acc, psqt, computed, dirty, ndirty, ply, board,
+                                    st[ST_KSQ], st[ST_KSQ + 1], scratch)
+        p, q = forward_c(kf, cnet, acc, psqt, ply, side, bucket, scratch)
+    else:
+        ensure_accumulator_cached(net, S[I_REFRESH_CACHE], acc, psqt, computed, dirty, ndirty, ply, board,
+                                  st[ST_KSQ], st[ST_KSQ + 1], scratch)
+        p, q = forward(net, acc, psqt, ply, side, bucket, scratch)
+    return finish(net, p, q, board, side, st[ST_RULE50], optimism)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -397,7 +416,7 @@ def qsearch(T, S, ply, alpha, beta):
     side = st[ST_SIDE]
     in_check = checkers(T, bb, st) != U0
     if ply >= MAX_PLY - 1:
-        return 0 if in_check else static_eval(S[I_NET], S[I_NN], S[I_SCRATCH], ply, bb, board, st, ctl[C_OPTIMISM_W + side])
+        return 0 if in_check else static_eval(S, ply, bb, board, st, ctl[C_OPTIMISM_W + side])
 
     key = np.uint64(st[ST_KEY])
     tte = S[I_TTE][ply]
@@ -412,7 +431,7 @@ def qsearch(T, S, ply, alpha, beta):
 
     best = -INF
     if not in_check:
-        stand = static_eval(S[I_NET], S[I_NN], S[I_SCRATCH], ply, bb, board, st, ctl[C_OPTIMISM_W + side])
+        stand = static_eval(S, ply, bb, board, st, ctl[C_OPTIMISM_W + side])
         if stand >= beta:
             return stand
         if stand > alpha:
@@ -473,8 +492,7 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
         if st[ST_RULE50] >= 100 and not in_check:
             return 0
         if ply >= MAX_PLY - 1:
-            return 0 if in_check else static_eval(S[I_NET], S[I_NN], S[I_SCRATCH], ply, bb, board, st,
-                                                  ctl[C_OPTIMISM_W + side])
+            return 0 if in_check else static_eval(S, ply, bb, board, st, ctl[C_OPTIMISM_W + side])
         # Mate distance pruning.
         alpha = max(alpha, -MATE + ply)
         beta = min(beta, MATE - ply - 1)
@@ -519,7 +537,7 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
         if tt_hit and tt_eval != VALUE_NONE and tt_eval != 0:
             ev = tt_eval
         else:
-            ev = static_eval(S[I_NET], S[I_NN], S[I_SCRATCH], ply, bb, board, st, ctl[C_OPTIMISM_W + side])
+            ev = static_eval(S, ply, bb, board, st, ctl[C_OPTIMISM_W + side])
         evals[ply] = ev
         # A TT score is a better estimate than the static eval when its bound allows.
         if tt_hit and tt_score != VALUE_NONE and abs(tt_score) < MATE_IN_MAX and \

@@ -12,10 +12,10 @@ import numpy as np
 
 from engine.movegen import MAX_MOVES, generate_legal
 from engine.position import ST_KEY, ST_SIZE
-from engine.search import (C_MAX_NODES, C_N_ROOT, C_NODES, C_ROOT_INDEX, C_SELDEPTH, C_STOP, C_TT_GEN, CTL_SIZE,
-                           INF, MATE, MATE_IN_MAX, MAX_PLY, STACK, search_root, tt_hashfull)
+from engine.search import (C_MAX_NODES, C_N_ROOT, C_NODES, C_ROOT_INDEX, C_SELDEPTH, C_STOP, C_TT_GEN, C_USE_C,
+                           CTL_SIZE, INF, MATE, MATE_IN_MAX, MAX_PLY, STACK, search_root, tt_hashfull)
 from engine.tables import tables
-from nnue.accumulator import make_stack
+from nnue import ckernel
 from nnue.inference import make_scratch
 
 HISTORY_KEYS = 1024
@@ -78,8 +78,9 @@ def tt_entries(hash_mb):
 class Searcher:
     """One search thread's state: position stack, TT, histories, NNUE accumulators."""
 
-    def __init__(self, net, hash_mb=16):
+    def __init__(self, net, hash_mb=16, kernel_mode=None):
         self.net = net
+        self.kernel = ckernel.load_kernel(kernel_mode)
         self.T = tables()
         self.tt_keys = np.zeros(tt_entries(hash_mb), dtype=np.uint64)
         self.tt_data = np.zeros(self.tt_keys.shape[0], dtype=np.int64)
@@ -99,12 +100,24 @@ class Searcher:
         self.history = np.zeros((2, 4096), dtype=np.int32)
         self.counters = np.zeros(16 * 64, dtype=np.int32)
         self.root_moves = np.zeros(MAX_MOVES, dtype=np.int32)
+        use_c = self.kernel.is_c
+        kf = self.kernel.funcs if use_c else ckernel.placeholder_funcs()
+        cnet = ckernel.make_cnet(self.net, align_ft=use_c)
+        scratch = ckernel.make_cscratch(l1) if use_c else make_scratch(l1)
+        self.ctl[C_USE_C] = 1 if use_c else 0
         self.S = (self.T, self.bbs, self.boards, self.sts,
                   np.zeros((STACK, MAX_MOVES), dtype=np.int32), np.zeros((STACK, MAX_MOVES), dtype=np.int32),
                   self.keys, self.tt_keys, self.tt_data, self.pv_len, self.killers, self.history, self.counters,
-                  np.zeros(STACK, dtype=np.int32), self.pv, self.ctl, make_stack(l1, STACK), arrays,
-                  make_scratch(l1), np.zeros((STACK, 5), dtype=np.int64), self.root_moves,
-                  np.zeros(STACK, dtype=np.int64), np.zeros((STACK, 64), dtype=np.int32), lmr_table())
+                  np.zeros(STACK, dtype=np.int32), self.pv, self.ctl, ckernel.make_cstack(l1, STACK), arrays,
+                  scratch, np.zeros((STACK, 5), dtype=np.int64), self.root_moves,
+                  np.zeros(STACK, dtype=np.int64), np.zeros((STACK, 64), dtype=np.int32), lmr_table(),
+                  kf, cnet, ckernel.make_refresh_cache(self.net))
+
+    def set_kernel(self, mode):
+        """Choose the evaluation path (auto, c or numba); returns the Kernel now live."""
+        self.kernel = ckernel.load_kernel(mode)
+        self._build()
+        return self.kernel
 
     def resize(self, hash_mb):
         self.tt_keys = np.zeros(tt_entries(hash_mb), dtype=np.uint64)

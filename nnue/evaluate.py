@@ -113,15 +113,22 @@ def evaluate_counts(net, acc, psqt, ply, side, pieces, npm, rule50, optimism, ps
 
 
 @njit(cache=True, nogil=True)
-def evaluate(net, acc, psqt, ply, side, board, rule50, optimism, scratch):
-    """Search evaluation (stm view) with one net, by the net's generation; counts material on ``board``."""
+def finish(net, p, q, board, side, rule50, optimism):
+    """The evaluation formula of the net's generation applied to one bucket's (psqt, positional)."""
     if net[PARAMS][P_GENERATION] != GEN_SF15_1:
         pieces, simple, mat = material_17(board, side)
-        p, q = forward(net, acc, psqt, ply, side, bucket_of(pieces), scratch)
         p16, q16, nnue = nnue_17(p, q)
         return final_eval_17(nnue, p16, q16, mat, rule50, optimism)
     pieces, npm = material(board)
-    return evaluate_counts(net, acc, psqt, ply, side, pieces, npm, rule50, optimism, PSQ_EG_NONE, scratch)
+    return final_eval(nnue_adjusted(p, q, npm), nnue_complexity(p, q), PSQ_EG_NONE, npm, rule50, optimism)
+
+
+@njit(cache=True, nogil=True)
+def evaluate(net, acc, psqt, ply, side, board, rule50, optimism, scratch):
+    """Search evaluation (stm view) with one net, by the net's generation; counts material on ``board``."""
+    pieces, npm = material(board)
+    p, q = forward(net, acc, psqt, ply, side, bucket_of(pieces), scratch)
+    return finish(net, p, q, board, side, rule50, optimism)
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -21,8 +21,9 @@ class UciError(Exception):
 
 
 class Option:
-    def __init__(self, name, kind, default=None, lo=None, hi=None):
+    def __init__(self, name, kind, default=None, lo=None, hi=None, choices=()):
         self.name, self.kind, self.default, self.lo, self.hi = name, kind, default, lo, hi
+        self.choices = choices
         self.value = default
 
     def describe(self):
@@ -33,6 +34,8 @@ class Option:
             text += f" default {'true' if self.default else 'false'}"
         elif self.kind == "string":
             text += f" default {self.default}"
+        elif self.kind == "combo":
+            text += f" default {self.default}" + "".join(f" var {c}" for c in self.choices)
         return text
 
     def parse(self, text):
@@ -48,6 +51,11 @@ class Option:
             if text is None or text.lower() not in ("true", "false"):
                 raise UciError(f"option {self.name} needs true or false, got {text!r}")
             return text.lower() == "true"
+        if self.kind == "combo":
+            for c in self.choices:
+                if text is not None and text.lower() == c.lower():
+                    return c
+            raise UciError(f"option {self.name} must be one of {', '.join(self.choices)}, got {text!r}")
         if self.kind == "string":
             if text is None or text == "":
                 raise UciError(f"option {self.name} needs a value")
@@ -65,6 +73,7 @@ def make_options():
         Option("Move Overhead", "spin", 10, 0, 5000),
         Option("UCI_Chess960", "check", False),
         Option("EvalFile", "string", DEFAULT_NET),
+        Option("NNUE Path", "combo", "auto", choices=("auto", "c", "numba")),
     ]
     return {o.name.lower(): o for o in opts}
 
@@ -78,6 +87,7 @@ class UciEngine:
         self._init_error = None
         self._loader = None
         self._search_thread = None
+        self._announced = False
         self._search_done = True
         self._searcher = None
         self._net = None
@@ -130,8 +140,10 @@ class UciEngine:
         path = resolve_net_path(name if name != DEFAULT_NET else None)
         net = load_net(path)
         self._net = net
-        self._searcher = Searcher(net, self.options["hash"].value)
+        mode = self.options["nnue path"].value
+        self._searcher = Searcher(net, self.options["hash"].value, None if mode == "auto" else mode)
         self._net_path = str(path)
+        self._announced = False
 
     def ensure_ready(self):
         self.start_loading()
@@ -215,6 +227,12 @@ class UciEngine:
             self.info_string(f"NNUE evaluation using {self._net_path}")
         elif opt.name == "Hash" and self._searcher is not None:
             self._searcher.resize(new)
+        elif opt.name == "NNUE Path":
+            self.ensure_ready()
+            kernel = self._searcher.set_kernel(None if new == "auto" else new)
+            self.info_string(kernel.info_string())
+        elif opt.name == "Threads" and new != 1:
+            raise UciError("this version searches with one thread only")
         opt.value = new
 
     def cmd_ucinewgame(self, args):
@@ -297,6 +315,10 @@ class UciEngine:
             self._go_perft(args[1:])
             return
         limits = self._parse_go(args)
+        if not self._announced:
+            # Like Stockfish's first-search note: which net and which evaluation path are live.
+            self.info_string(f"NNUE evaluation using {self._net_path}; {self._searcher.kernel.info_string()}")
+            self._announced = True
         self._start_search(limits)
 
     def _go_perft(self, args):
