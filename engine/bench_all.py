@@ -4,8 +4,8 @@
 
 Perft (bulk-counted leaves) on the start position to depth 6 and Kiwipete to depth 5, next to
 python-chess on the same positions (at smaller depths: it is ~1000x slower) and Stockfish's
-``go perft``; the search bench next to ``stockfish bench 16 1 13``; NNUE evaluations per second
-(``nnue.bench``). With ``--startup``, the cold (empty Numba cache) and warm start of ``quantfish perft``
+``go perft``; the search bench with each evaluation path (C kernel, Numba) next to ``stockfish bench 16 1 13``; NNUE evaluations per second
+(``nnue.bench``) and the C kernel against the Numba path (``nnue.kernel_bench``). With ``--startup``, the cold (empty Numba cache) and warm start of ``quantfish perft``
 measured on a temporary copy of the package. Each Quantfish figure is the median of ``--runs`` runs.
 """
 import argparse
@@ -108,14 +108,22 @@ def stockfish_bench_nps(path, runs):
     return statistics.median(rates)
 
 
-def quantfish_bench_nps(depth, runs):
+def quantfish_bench_nps(depth, runs, kernels=("c", "numba")):
+    """{path status: (nodes, median nodes/second)}, the paths' runs interleaved so load hits both alike."""
     from engine.searcher import Searcher
     from nnue.netfile import load_net
     from nnue.netpath import resolve_net_path
     from uci.bench import run_bench
-    searcher = Searcher(load_net(resolve_net_path()), 16)
-    results = [run_bench(searcher, depth, lambda line: None) for _ in range(runs)]
-    return results[0][0], statistics.median(n / t for n, t in results)
+    net = load_net(resolve_net_path())
+    searchers = {}
+    for mode in kernels:
+        s = Searcher(net, 16, mode)
+        searchers.setdefault(s.kernel.status, s)
+    results = {status: [] for status in searchers}
+    for _ in range(runs):
+        for status, s in searchers.items():
+            results[status].append(run_bench(s, depth, lambda line: None))
+    return {status: (r[0][0], statistics.median(n / t for n, t in r)) for status, r in results.items()}
 
 
 def startup_times():
@@ -159,17 +167,20 @@ def main(argv=None):
         sf.close()
 
     print("== search bench (Nodes/second, median of runs) ==")
-    nodes, qnps = quantfish_bench_nps(args.bench_depth, args.runs)
-    line = f"quantfish bench: {nodes} nodes, {int(qnps)} nodes/second"
-    if sf_path:
-        snps = stockfish_bench_nps(sf_path, args.runs)
-        line += f"; stockfish bench 16 1 13: {snps} nodes/second; ratio {qnps / snps:.3f}"
-    print(line, flush=True)
+    snps = stockfish_bench_nps(sf_path, args.runs) if sf_path else None
+    for status, (nodes, qnps) in quantfish_bench_nps(args.bench_depth, args.runs).items():
+        line = f"quantfish bench ({status}): {nodes} nodes, {int(qnps)} nodes/second"
+        if snps:
+            line += f"; stockfish bench 16 1 13: {snps} nodes/second; quantfish/stockfish {qnps / snps:.3f}"
+        print(line, flush=True)
 
     if not args.skip_nnue:
-        print("== NNUE evaluations ==", flush=True)
+        print("== NNUE evaluations (Numba path, with Stockfish for comparison) ==", flush=True)
         from nnue import bench as nnue_bench
         nnue_bench.main(["--runs", str(max(3, args.runs))])
+        print("== NNUE kernel: C variants against the Numba path ==", flush=True)
+        from nnue import kernel_bench
+        kernel_bench.main(["--runs", str(max(3, args.runs))])
 
     if args.startup:
         cold, warm = startup_times()
