@@ -15,8 +15,9 @@ from engine.position import (MOVE_CASTLE, MOVE_EP, ST_KEY, ST_KSQ, ST_PLY_FROM_N
                              make_move, make_null_move)
 from engine.bitops import popcount
 from nnue.ckernel import ensure_accumulator_cached, ensure_accumulator_cached_c, forward_c
-from nnue.evaluate import finish
+from nnue.evaluate import REEVAL_THRESHOLD, SMALLNET_THRESHOLD, final_eval_17, finish, material_17_bb, nnue_17
 from nnue.inference import bucket_of, forward
+from nnue.netblob import unpack as unpack_net
 
 MAX_PLY = 120
 STACK = MAX_PLY + 8
@@ -52,6 +53,12 @@ I_LMR = 23
 I_KF = 24          # C kernel functions (placeholders with the same types on the Numba path)
 I_CNET = 25
 I_REFRESH_CACHE = 26
+# The small net of a Stockfish 17.1 pair (ctl[C_PAIR] = 1): its arrays, stack acc/psqt, refresh cache and
+# scratch packed in one buffer (nnue.netblob: every array in S costs each call of search a reference-count
+# update), and its stack's computed flags (uint8[STACK, 2]; the move record dirty/ndirty is I_NN's). With
+# one net: a dummy buffer and flags of the same types, so one compiled search serves every net.
+I_SMALL_BLOB = 27
+I_SMALL_COMPUTED = 28
 
 # Slots of the control array ctl (int64).
 C_NODES = 0
@@ -65,6 +72,7 @@ C_N_ROOT = 7         # number of allowed root moves in root_moves
 C_OPTIMISM_W = 8
 C_OPTIMISM_B = 9
 C_USE_C = 10         # 1: the C kernel evaluates, 0: the Numba path
+C_PAIR = 11          # 1: a Stockfish 17.1 pair (big net in I_NET..., small net in I_*_SMALL), 0: one net
 CTL_SIZE = 16
 
 # Transposition-table entry: full key in tt_keys, packed fields in tt_data.
@@ -283,23 +291,52 @@ def is_repetition(keys, st, idx, root_idx):
 
 
 @njit(cache=True, nogil=True)
-def static_eval(S, ply, bb, board, st, optimism):
-    """NNUE evaluation of the position at ``ply`` (side to move's view), by the C kernel or Numba."""
-    acc, psqt, computed, dirty, ndirty = S[I_NN]
-    net = S[I_NET]
-    scratch = S[I_SCRATCH]
-    side = st[ST_SIDE]
-    bucket = bucket_of(popcount(bb[0] | bb[8]))
-    if S[I_CTL][C_USE_C]:
-        kf, cnet = S[I_KF], S[I_CNET]
-        ensure_accumulator_cached_c(kf, cnet, S[I_REFRESH_CACHE], acc, psqt, computed, dirty, ndirty, ply, board,
+def _net_output(use_c, kf, net, cnet, cache, nn, scratch, ply, board, st, side, bucket):
+    """One net's raw (psqt, positional) of ``bucket`` at ``ply``, its accumulators brought up to date lazily."""
+    acc, psqt, computed, dirty, ndirty = nn
+    if use_c:
+        ensure_accumulator_cached_c(kf, cnet, cache, acc, psqt, computed, dirty, ndirty, ply, board,
                                     st[ST_KSQ], st[ST_KSQ + 1], scratch)
-        p, q = forward_c(kf, cnet, acc, psqt, ply, side, bucket, scratch)
-    else:
-        ensure_accumulator_cached(net, S[I_REFRESH_CACHE], acc, psqt, computed, dirty, ndirty, ply, board,
-                                  st[ST_KSQ], st[ST_KSQ + 1], scratch)
-        p, q = forward(net, acc, psqt, ply, side, bucket, scratch)
-    return finish(net, p, q, board, side, st[ST_RULE50], optimism)
+        return forward_c(kf, cnet, acc, psqt, ply, side, bucket, scratch)
+    ensure_accumulator_cached(net, cache, acc, psqt, computed, dirty, ndirty, ply, board,
+                              st[ST_KSQ], st[ST_KSQ + 1], scratch)
+    return forward(net, acc, psqt, ply, side, bucket, scratch)
+
+
+@njit(cache=True, nogil=True)
+def static_eval(S, ply, bb, board, st, optimism):
+    """NNUE evaluation of the position at ``ply`` (side to move's view), by the C kernel or Numba.
+
+    One net: the formula of its generation (``nnue.evaluate.finish``). A 17.1 pair (ctl[C_PAIR]):
+    ``nnue.evaluate.evaluate_pair``'s decisions and arithmetic (small net when |simple_eval| is large,
+    the big net otherwise or when the small net's result is small), here with the refresh caches and
+    either evaluation path; only the net(s) evaluated have their accumulators brought up to date.
+    """
+    ctl = S[I_CTL]
+    use_c = ctl[C_USE_C] != 0
+    kf = S[I_KF]
+    side = st[ST_SIDE]
+    rule50 = st[ST_RULE50]
+    if ctl[C_PAIR]:
+        pieces, simple, mat = material_17_bb(bb, side)
+        bucket = bucket_of(pieces)
+        if abs(simple) > SMALLNET_THRESHOLD:
+            s_net, s_cnet, s_acc, s_psqt, s_cache, s_scratch = unpack_net(S[I_SMALL_BLOB])
+            nn = S[I_NN]
+            s_nn = (s_acc, s_psqt, S[I_SMALL_COMPUTED], nn[3], nn[4])
+            p, q = _net_output(use_c, kf, s_net, s_cnet, s_cache, s_nn, s_scratch, ply, board, st, side, bucket)
+            p16, q16, nnue = nnue_17(p, q)
+            if abs(nnue) >= REEVAL_THRESHOLD:
+                return final_eval_17(nnue, p16, q16, mat, rule50, optimism)
+        p, q = _net_output(use_c, kf, S[I_NET], S[I_CNET], S[I_REFRESH_CACHE], S[I_NN], S[I_SCRATCH], ply,
+                           board, st, side, bucket)
+        p16, q16, nnue = nnue_17(p, q)
+        return final_eval_17(nnue, p16, q16, mat, rule50, optimism)
+    net = S[I_NET]
+    bucket = bucket_of(popcount(bb[0] | bb[8]))
+    p, q = _net_output(use_c, kf, net, S[I_CNET], S[I_REFRESH_CACHE], S[I_NN], S[I_SCRATCH], ply, board, st,
+                       side, bucket)
+    return finish(net, p, q, board, side, rule50, optimism)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -386,6 +423,9 @@ def _do_move(T, S, ply, m):
     ndirty[ply + 1] = nd
     computed[ply + 1, 0] = 0
     computed[ply + 1, 1] = 0
+    computed_small = S[I_SMALL_COMPUTED]
+    computed_small[ply + 1, 0] = 0
+    computed_small[ply + 1, 1] = 0
     ctl = S[I_CTL]
     S[I_KEYS][ctl[C_ROOT_INDEX] + ply + 1] = np.uint64(sts[ply + 1][ST_KEY])
     S[I_CUR_MOVE][ply] = m
@@ -561,6 +601,8 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
             nn[4][ply + 1] = 0
             nn[2][ply + 1, 0] = 0
             nn[2][ply + 1, 1] = 0
+            S[I_SMALL_COMPUTED][ply + 1, 0] = 0
+            S[I_SMALL_COMPUTED][ply + 1, 1] = 0
             S[I_KEYS][idx + 1] = np.uint64(sts[ply + 1][ST_KEY])
             S[I_CUR_MOVE][ply] = 65
             score = -search(T, S, ply + 1, depth - r, -beta, -beta + 1, np.int64(1 - cut_node))

@@ -12,10 +12,11 @@ import numpy as np
 
 from engine.movegen import MAX_MOVES, generate_legal
 from engine.position import ST_KEY, ST_SIZE
-from engine.search import (C_MAX_NODES, C_N_ROOT, C_NODES, C_ROOT_INDEX, C_SELDEPTH, C_STOP, C_TT_GEN, C_USE_C,
-                           CTL_SIZE, INF, MATE, MATE_IN_MAX, MAX_PLY, STACK, search_root, tt_hashfull)
+from engine.search import (C_MAX_NODES, C_N_ROOT, C_NODES, C_PAIR, C_ROOT_INDEX, C_SELDEPTH, C_STOP, C_TT_GEN,
+                           C_USE_C, CTL_SIZE, I_NN, I_SMALL_COMPUTED, INF, MATE, MATE_IN_MAX, MAX_PLY, STACK,
+                           search_root, tt_hashfull)
 from engine.tables import tables
-from nnue import ckernel
+from nnue import ckernel, netblob
 from nnue.inference import make_scratch
 
 HISTORY_KEYS = 1024
@@ -76,10 +77,21 @@ def tt_entries(hash_mb):
 
 
 class Searcher:
-    """One search thread's state: position stack, TT, histories, NNUE accumulators."""
+    """One search thread's state: position stack, TT, histories, NNUE accumulators.
 
-    def __init__(self, net, hash_mb=16, kernel_mode=None):
+    ``net`` is one net (any generation: its own formula), or with ``small_net`` the big net of a Stockfish
+    17.1 pair (``net`` may also be a ``netpair.NetPair``); a pair is checked with ``netpair.check_pair``
+    (``NetPairError`` otherwise) and evaluated with Stockfish 17.1's two-net ``Eval::evaluate``.
+    """
+
+    def __init__(self, net, hash_mb=16, kernel_mode=None, small_net=None):
+        if small_net is None and hasattr(net, "big") and hasattr(net, "small"):
+            net, small_net = net.big, net.small
+        if small_net is not None:
+            from nnue.netpair import check_pair
+            check_pair(net, small_net)
         self.net = net
+        self.small_net = small_net
         self.kernel = ckernel.load_kernel(kernel_mode)
         self.T = tables()
         self.tt_keys = np.zeros(tt_entries(hash_mb), dtype=np.uint64)
@@ -87,9 +99,31 @@ class Searcher:
         self.ctl = np.zeros(CTL_SIZE, dtype=np.int64)
         self._build()
 
-    def _build(self):
-        arrays = self.net.arrays()
+    @property
+    def is_pair(self):
+        """True when a Stockfish 17.1 pair evaluates (big net ``net``, small net ``small_net``)."""
+        return self.small_net is not None
+
+    @property
+    def nets(self):
+        """The live nets: (net,) or (big, small)."""
+        return (self.net,) if self.small_net is None else (self.net, self.small_net)
+
+    def describe_nets(self):
+        """Which net(s) evaluate, for an info string."""
+        if self.small_net is None:
+            return f"{getattr(self.net, 'path', 'net')} ({self.net.arch.generation_name}, L1 {self.net.arch.l1})"
+        return (f"{self.net.path} (big, L1 {self.net.arch.l1}) + {self.small_net.path} (small, L1 "
+                f"{self.small_net.arch.l1}), Stockfish {self.net.arch.generation_name} two-net evaluation")
+
+    def _net_slots(self, net, use_c):
+        """(arrays, cnet, stack, scratch, refresh cache) of one net for the search tuple."""
+        arrays = net.arrays()
         l1 = arrays[0].shape[0]
+        return (arrays, ckernel.make_cnet(net, align_ft=use_c), ckernel.make_cstack(l1, STACK),
+                ckernel.make_cscratch(l1) if use_c else make_scratch(l1), ckernel.make_refresh_cache(net))
+
+    def _build(self):
         self.bbs = np.zeros((STACK, 16), dtype=np.uint64)
         self.boards = np.zeros((STACK, 64), dtype=np.int8)
         self.sts = np.zeros((STACK, ST_SIZE), dtype=np.int64)
@@ -102,16 +136,22 @@ class Searcher:
         self.root_moves = np.zeros(MAX_MOVES, dtype=np.int32)
         use_c = self.kernel.is_c
         kf = self.kernel.funcs if use_c else ckernel.placeholder_funcs()
-        cnet = ckernel.make_cnet(self.net, align_ft=use_c)
-        scratch = ckernel.make_cscratch(l1) if use_c else make_scratch(l1)
+        arrays, cnet, stack, scratch, cache = self._net_slots(self.net, use_c)
+        # The small net of a pair in one buffer (see nnue.netblob), a dummy one otherwise; its computed
+        # flags have every ply either way (the make-move code clears them unconditionally).
+        small_blob = netblob.dummy()
+        if self.small_net is not None:
+            s_arrays, s_cnet, s_stack, s_scratch, s_cache = self._net_slots(self.small_net, use_c)
+            small_blob = netblob.pack(s_arrays, s_cnet, s_stack[0], s_stack[1], s_cache, s_scratch)
         self.ctl[C_USE_C] = 1 if use_c else 0
+        self.ctl[C_PAIR] = 1 if self.small_net is not None else 0
         self.S = (self.T, self.bbs, self.boards, self.sts,
                   np.zeros((STACK, MAX_MOVES), dtype=np.int32), np.zeros((STACK, MAX_MOVES), dtype=np.int32),
                   self.keys, self.tt_keys, self.tt_data, self.pv_len, self.killers, self.history, self.counters,
-                  np.zeros(STACK, dtype=np.int32), self.pv, self.ctl, ckernel.make_cstack(l1, STACK), arrays,
+                  np.zeros(STACK, dtype=np.int32), self.pv, self.ctl, stack, arrays,
                   scratch, np.zeros((STACK, 5), dtype=np.int64), self.root_moves,
                   np.zeros(STACK, dtype=np.int64), np.zeros((STACK, 64), dtype=np.int32), lmr_table(),
-                  kf, cnet, ckernel.make_refresh_cache(self.net))
+                  kf, cnet, cache, small_blob, np.zeros((STACK, 2), dtype=np.uint8))
 
     def set_kernel(self, mode):
         """Choose the evaluation path (auto, c or numba); returns the Kernel now live."""
@@ -148,7 +188,8 @@ class Searcher:
             self.keys[:root_index] = np.array(game_keys, dtype=np.uint64)
         self.keys[root_index] = board_key(board)
         self.ctl[C_ROOT_INDEX] = root_index
-        self.S[16][2][:] = 0   # no accumulator is valid for a new root
+        self.S[I_NN][2][:] = 0         # no accumulator is valid for a new root
+        self.S[I_SMALL_COMPUTED][:] = 0
         self.ctl[C_STOP] = 0
         self.ctl[C_NODES] = 0
         self.ctl[C_TT_GEN] = (self.ctl[C_TT_GEN] + 1) & 31

@@ -14,7 +14,13 @@ def warm_search_code(searcher):
     searcher.think(board, [], Limits(depth=3))
     searcher.clear()
     perft_divide(searcher.T, board.bb, board.board, board.st, 2, np.empty(256, np.int32), np.empty(256, np.int64))
-    eval_report(searcher.net, board.board, board.side, board.halfmove)
+    if getattr(searcher, "small_net", None) is not None:
+        # A 17.1 pair: the search above ran the two-net evaluation (one compiled search for every net);
+        # this compiles the `eval` command's two-net report.
+        from nnue.evaluate import eval_report_pair
+        eval_report_pair(searcher.net, searcher.small_net, board.board, board.side, board.halfmove)
+    else:
+        eval_report(searcher.net, board.board, board.side, board.halfmove)
 
 
 def main():

@@ -6,18 +6,23 @@ import click
 @click.option("--depth", type=click.IntRange(1, 60), default=None, help="Search depth per position.")
 @click.option("--hash", "hash_mb", type=click.IntRange(1, 16384), default=16, help="Hash size in MB.")
 @click.option("--net", "net_path", default=None, help="Path of the .nnue file (default: nets/).")
+@click.option("--net-small", "small_path", default=None,
+              help="Stockfish 17.1's small net, paired with a 17.1 big --net (default: $QUANTFISH_NET_SMALL, "
+                   "else nn-37f18f62d772.nnue next to the big net, else in nets/).")
 @click.option("--kernel", type=click.Choice(["auto", "c", "numba"]), default=None,
               help="NNUE evaluation path (default: auto, or $QUANTFISH_KERNEL).")
-def bench_command(depth, hash_mb, net_path, kernel):
-    """Search a fixed set of positions; prints nodes searched and nodes/second."""
+def bench_command(depth, hash_mb, net_path, small_path, kernel):
+    """Search a fixed set of positions; prints nodes searched and nodes/second.
+
+    A Stockfish 15.1 --net evaluates alone; a 17.1 big --net is paired with its small net."""
     from engine.searcher import Searcher
-    from nnue.netfile import load_net
-    from nnue.netpath import resolve_net_path
+    from nnue.netpair import load_nets
     from uci.bench import run_bench
     try:
-        net = load_net(resolve_net_path(net_path))
+        net = load_nets(net_path, small_path)
     except (OSError, ValueError) as exc:
         raise click.ClickException(str(exc)) from None
     searcher = Searcher(net, hash_mb, kernel)
+    click.echo(f"NNUE evaluation using {searcher.describe_nets()}", err=True)
     click.echo(searcher.kernel.info_string(), err=True)
     run_bench(searcher, depth, click.echo)

@@ -10,12 +10,16 @@ class CliError(click.ClickException):
 
 
 @click.group(invoke_without_command=True)
+@click.option("--net", "net_path", default=None, metavar="PATH",
+              help="UCI mode: start-up EvalFile (Stockfish 15.1's net, or 17.1's big net).")
+@click.option("--net-small", "small_path", default=None, metavar="PATH",
+              help="UCI mode: start-up EvalFileSmall (Stockfish 17.1's small net).")
 @click.pass_context
-def main(ctx):
+def main(ctx, net_path, small_path):
     """Quantfish, a UCI chess engine. With no subcommand it speaks UCI on stdin and stdout."""
     if ctx.invoked_subcommand is None:
         from uci.protocol import run_uci
-        run_uci()
+        run_uci(net=net_path, net_small=small_path)
 
 
 @main.command()

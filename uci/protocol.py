@@ -14,6 +14,7 @@ import traceback
 ENGINE_NAME = "Quantfish 0.1"
 ENGINE_AUTHOR = "the Quantfish developers"
 DEFAULT_NET = "nn-ad9b42354671.nnue"
+DEFAULT_NET_SMALL = "nn-37f18f62d772.nnue"    # Stockfish 17.1's small net (nnue.netpair.SMALL_NET_NAME)
 
 
 class UciError(Exception):
@@ -73,16 +74,63 @@ def make_options():
         Option("Move Overhead", "spin", 10, 0, 5000),
         Option("UCI_Chess960", "check", False),
         Option("EvalFile", "string", DEFAULT_NET),
+        Option("EvalFileSmall", "string", DEFAULT_NET_SMALL),
         Option("NNUE Path", "combo", "auto", choices=("auto", "c", "numba")),
     ]
     return {o.name.lower(): o for o in opts}
 
 
+def _resolve(value, default_name, env_var):
+    """The file an EvalFile-style value names: the default name means $env_var, else ``nets/``; otherwise
+    a path (a directory means ``dir/default_name``), or a bare file name found in ``nets/``."""
+    from pathlib import Path
+
+    from nnue.netpath import default_nets_dir, resolve_net_path
+    if value == default_name:
+        return resolve_net_path(None, default_name, env_var)
+    path = resolve_net_path(value, default_name, env_var)
+    if not path.exists() and Path(value).name == value and (default_nets_dir() / value).is_file():
+        return default_nets_dir() / value
+    return path
+
+
+def load_uci_nets(main_value, small_value):
+    """(net, small net or None) for the values of EvalFile and EvalFileSmall.
+
+    A Stockfish 17.1 main net is the big net of a pair whose small net is EvalFileSmall (its default name
+    is looked for in $QUANTFISH_NET_SMALL, next to the big net, then in ``nets/``, as ``nnue.netpair``
+    does); any other main net (15.1, 16.x) evaluates alone and EvalFileSmall is not used. Raises
+    ``OSError``/``ValueError`` (``NetFileError``, ``NetPairError``) with the reason.
+    """
+    from nnue.architecture import GEN_SF17_1
+    from nnue.netfile import load_net
+    from nnue.netpair import SMALL_ENV_VAR, NetPairError, check_pair, resolve_small_path
+    from nnue.netpath import ENV_VAR
+    main = load_net(_resolve(main_value, DEFAULT_NET, ENV_VAR))
+    if main.arch.generation != GEN_SF17_1:
+        return main, None
+    if small_value == DEFAULT_NET_SMALL:
+        small_path = resolve_small_path(None, main.path)
+    else:
+        small_path = _resolve(small_value, DEFAULT_NET_SMALL, SMALL_ENV_VAR)
+    if not small_path.is_file():
+        raise NetPairError(f"{main.path} is a Stockfish 17.1 net (L1 = {main.arch.l1}) and needs the small net "
+                           f"of its pair: {small_path} not found (set EvalFileSmall)")
+    small = load_net(small_path)
+    check_pair(main, small)
+    return main, small
+
+
 class UciEngine:
-    def __init__(self, out=None):
+    def __init__(self, out=None, net=None, net_small=None):
         self._out = out or self._stdout
         self._lock = threading.Lock()
         self.options = make_options()
+        # Command-line --net / --net-small set the start-up values of EvalFile / EvalFileSmall.
+        if net:
+            self.options["evalfile"].value = net
+        if net_small:
+            self.options["evalfilesmall"].value = net_small
         self._ready = threading.Event()
         self._init_error = None
         self._loader = None
@@ -90,7 +138,8 @@ class UciEngine:
         self._announced = False
         self._search_done = True
         self._searcher = None
-        self._net = None
+        self._net = None          # the main (15.1, or 17.1 big) net
+        self._net_small = None    # the 17.1 small net of a pair, else None
         self._board = None
         self._game_keys = []
         self._pondering = False
@@ -124,7 +173,7 @@ class UciEngine:
         try:
             from engine.fen import STARTING_FEN, parse_fen
             self._board = parse_fen(STARTING_FEN)
-            self._load_net(self.options["evalfile"].value)
+            self._load_net(self.options["evalfile"].value, self.options["evalfilesmall"].value)
             from engine.warm import warm_search_code
             warm_search_code(self._searcher)
         except Exception as exc:  # reported on isready / go, never a traceback on stdout
@@ -133,17 +182,43 @@ class UciEngine:
         finally:
             self._ready.set()
 
-    def _load_net(self, name):
+    def _load_net(self, name, small_name=DEFAULT_NET_SMALL):
+        """Load EvalFile (and its small partner when it is a 17.1 big net) and a Searcher for them; on an
+        error nothing changes."""
         from engine.searcher import Searcher
-        from nnue.netfile import load_net
-        from nnue.netpath import resolve_net_path
-        path = resolve_net_path(name if name != DEFAULT_NET else None)
-        net = load_net(path)
-        self._net = net
+        net, small = load_uci_nets(name, small_name)
         mode = self.options["nnue path"].value
-        self._searcher = Searcher(net, self.options["hash"].value, None if mode == "auto" else mode)
-        self._net_path = str(path)
+        searcher = Searcher(net, self.options["hash"].value, None if mode == "auto" else mode, small_net=small)
+        self._net, self._net_small, self._searcher = net, small, searcher
+        self._net_path = searcher.describe_nets()
         self._announced = False
+
+    def _set_eval_file(self, opt, new):
+        """setoption EvalFile / EvalFileSmall: the option keeps the value; the nets change when the files
+        named by both options load (and form a pair when the main net is a 17.1 big net)."""
+        from pathlib import Path
+
+        from nnue.netpath import ENV_VAR
+        self.ensure_ready()
+        main_value = new if opt.name == "EvalFile" else self.options["evalfile"].value
+        small_value = new if opt.name == "EvalFileSmall" else self.options["evalfilesmall"].value
+        opt.value = new
+        if opt.name == "EvalFileSmall" and self._net_small is None:
+            main_path = _resolve(main_value, DEFAULT_NET, ENV_VAR)
+            if main_path.is_file() and Path(self._net.path).resolve() == main_path.resolve():
+                self.info_string(f"EvalFileSmall {new!r} ignored: the main net {self._net.path} is a Stockfish "
+                                 f"{self._net.arch.generation_name} net, evaluated alone (a small net pairs only "
+                                 f"with a Stockfish 17.1 big net)")
+                return
+        try:
+            self._load_net(main_value, small_value)
+        except (OSError, ValueError) as exc:
+            raise UciError(f"{opt.name} {new!r} not loaded, keeping the previous net ({self._net_path}): "
+                           f"{exc}") from None
+        text = f"NNUE evaluation using {self._net_path}"
+        if self._net_small is None and small_value != DEFAULT_NET_SMALL:
+            text += f"; EvalFileSmall {small_value!r} ignored (the main net is not a Stockfish 17.1 big net)"
+        self.info_string(text)
 
     def ensure_ready(self):
         self.start_loading()
@@ -216,16 +291,10 @@ class UciEngine:
                 self._searcher.clear()
             return
         new = opt.parse(value)
-        if opt.name == "EvalFile":
-            self.ensure_ready()
-            old_searcher, old_net = self._searcher, self._net
-            try:
-                self._load_net(new)
-            except (OSError, ValueError) as exc:
-                self._searcher, self._net = old_searcher, old_net
-                raise UciError(f"EvalFile {new!r} not loaded, keeping the previous net: {exc}") from None
-            self.info_string(f"NNUE evaluation using {self._net_path}")
-        elif opt.name == "Hash" and self._searcher is not None:
+        if opt.name in ("EvalFile", "EvalFileSmall"):
+            self._set_eval_file(opt, new)
+            return
+        if opt.name == "Hash" and self._searcher is not None:
             self._searcher.resize(new)
         elif opt.name == "NNUE Path":
             self.ensure_ready()
@@ -297,8 +366,14 @@ class UciEngine:
         from nnue.evaluate import eval_report
         from uci.eval_command import format_human
         b = self._board
-        report = eval_report(self._net, b.board, b.side, b.halfmove)
-        for line in format_human(report, b.side).splitlines():
+        if self._net_small is not None:
+            from nnue.evaluate import eval_report_pair
+            from uci.eval_command import format_human_pair
+            report = eval_report_pair(self._net, self._net_small, b.board, b.side, b.halfmove)
+            text = format_human_pair(report, b.side, b.board, (self._net.arch.l1, self._net_small.arch.l1))
+        else:
+            text = format_human(eval_report(self._net, b.board, b.side, b.halfmove), b.side)
+        for line in text.splitlines():
             self.send(line)
 
     def cmd_bench(self, args):
@@ -452,8 +527,8 @@ class UciEngine:
         return self._board.side
 
 
-def run_uci(stream=None):
-    engine = UciEngine()
+def run_uci(stream=None, net=None, net_small=None):
+    engine = UciEngine(net=net, net_small=net_small)
     stream = stream or sys.stdin
     for line in stream:
         if not engine.handle(line):
