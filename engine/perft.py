@@ -20,16 +20,21 @@ def _perft(T, bbs, boards, sts, moves, dirty, ply, depth):
 
 
 @njit(cache=True, nogil=True)
-def perft_divide(T, bb, board, st, depth, out_moves, out_counts):
-    """Per-root-move leaf counts; returns the number of root moves written to the outputs."""
+def _stack(bb, board, st, depth):
+    """Position, move and dirty-piece buffers for a tree of ``depth`` plies, the root in row 0."""
     bbs = np.empty((depth + 1, 16), dtype=np.uint64)
     boards = np.empty((depth + 1, 64), dtype=np.int8)
     sts = np.empty((depth + 1, ST_SIZE), dtype=np.int64)
-    moves = np.empty((depth + 1, MAX_MOVES), dtype=np.int32)
-    dirty = np.empty((3, 3), dtype=np.int32)
     bbs[0] = bb
     boards[0] = board
     sts[0] = st
+    return bbs, boards, sts, np.empty((depth + 1, MAX_MOVES), dtype=np.int32), np.empty((3, 3), dtype=np.int32)
+
+
+@njit(cache=True, nogil=True)
+def perft_divide(T, bb, board, st, depth, out_moves, out_counts):
+    """Per-root-move leaf counts; returns the number of root moves written to the outputs."""
+    bbs, boards, sts, moves, dirty = _stack(bb, board, st, depth)
     n = generate_legal(T, bbs[0], boards[0], sts[0], moves[0])
     for i in range(n):
         out_moves[i] = moves[0, i]
@@ -45,12 +50,5 @@ def perft_divide(T, bb, board, st, depth, out_moves, out_counts):
 def perft(T, bb, board, st, depth):
     if depth <= 0:
         return 1
-    bbs = np.empty((depth + 1, 16), dtype=np.uint64)
-    boards = np.empty((depth + 1, 64), dtype=np.int8)
-    sts = np.empty((depth + 1, ST_SIZE), dtype=np.int64)
-    moves = np.empty((depth + 1, MAX_MOVES), dtype=np.int32)
-    dirty = np.empty((3, 3), dtype=np.int32)
-    bbs[0] = bb
-    boards[0] = board
-    sts[0] = st
+    bbs, boards, sts, moves, dirty = _stack(bb, board, st, depth)
     return _perft(T, bbs, boards, sts, moves, dirty, np.int64(0), np.int64(depth))

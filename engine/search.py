@@ -80,7 +80,6 @@ BOUND_UPPER = 1
 BOUND_LOWER = 2
 BOUND_EXACT = 3
 
-SEE_VALUE = (0, 100, 320, 330, 500, 950, 20000, 0)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -222,41 +221,24 @@ def see_ge(T, bb, board, side, m, threshold):
         if mine == U0:
             break
         res ^= 1
+        # The least valuable attacker takes; sliders behind it join in (x-rays).
         c = stm * 8
-        if mine & bb[c + 1]:
-            swap = 100 - swap
-            if swap < res:
-                break
-            occ ^= bit(lsb(mine & bb[c + 1]))
-            att |= bishop_attacks(T, to, occ) & diag
-        elif mine & bb[c + 2]:
-            swap = 320 - swap
-            if swap < res:
-                break
-            occ ^= bit(lsb(mine & bb[c + 2]))
-        elif mine & bb[c + 3]:
-            swap = 330 - swap
-            if swap < res:
-                break
-            occ ^= bit(lsb(mine & bb[c + 3]))
-            att |= bishop_attacks(T, to, occ) & diag
-        elif mine & bb[c + 4]:
-            swap = 500 - swap
-            if swap < res:
-                break
-            occ ^= bit(lsb(mine & bb[c + 4]))
-            att |= rook_attacks(T, to, occ) & straight
-        elif mine & bb[c + 5]:
-            swap = 950 - swap
-            if swap < res:
-                break
-            occ ^= bit(lsb(mine & bb[c + 5]))
-            att |= (bishop_attacks(T, to, occ) & diag) | (rook_attacks(T, to, occ) & straight)
-        else:
+        pt = 1
+        while pt < 6 and (mine & bb[c + pt]) == U0:
+            pt += 1
+        if pt == 6:
             # The king can only take last: if the other side still attacks, the result flips back.
             if att & ~bb[stm * 8] & occ:
                 return res == 0
             return res == 1
+        swap = _see_value(pt) - swap
+        if swap < res:
+            break
+        occ ^= bit(lsb(mine & bb[c + pt]))
+        if pt == 1 or pt == 3 or pt == 5:
+            att |= bishop_attacks(T, to, occ) & diag
+        if pt == 4 or pt == 5:
+            att |= rook_attacks(T, to, occ) & straight
     return res == 1
 
 
