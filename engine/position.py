@@ -101,13 +101,6 @@ def compute_key(T, board, st):
 
 
 @njit(cache=True, nogil=True)
-def copy_position(sbb, sboard, sst, dbb, dboard, dst):
-    dbb[:] = sbb
-    dboard[:] = sboard
-    dst[:] = sst
-
-
-@njit(cache=True, nogil=True)
 def make_move(T, sbb, sboard, sst, dbb, dboard, dst, m, dirty):
     """Writes into (dbb, dboard, dst) the position after legal move ``m`` from (sbb, sboard, sst).
 

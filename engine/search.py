@@ -180,7 +180,7 @@ def _score_to_tt(s, ply):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _score_from_tt(s, ply, rule50):
+def _score_from_tt(s, ply):
     if s >= MATE_IN_MAX:
         return s - ply
     if s <= -MATE_IN_MAX:
@@ -445,7 +445,7 @@ def qsearch(T, S, ply, alpha, beta):
     tt_move = 0
     if tt_probe(S[I_TT_KEYS], S[I_TT_DATA], key, tte):
         tt_move = tte[0]
-        s = _score_from_tt(tte[1], ply, st[ST_RULE50])
+        s = _score_from_tt(tte[1], ply)
         b = tte[4]
         if (b == BOUND_EXACT or (b == BOUND_LOWER and s >= beta) or (b == BOUND_UPPER and s <= alpha)) \
                 and beta - alpha == 1:
@@ -531,7 +531,7 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
     tt_eval = VALUE_NONE
     if tt_hit:
         tt_move = tte[0]
-        tt_score = _score_from_tt(tte[1], ply, st[ST_RULE50])
+        tt_score = _score_from_tt(tte[1], ply)
         tt_eval = tte[2]
         tt_depth = tte[3]
         tt_bound = tte[4]

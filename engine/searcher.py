@@ -45,7 +45,6 @@ class Line:
     """One principal variation of a finished iteration."""
     score: int
     moves: list
-    bound: str = ""
 
 
 def score_to_uci(v):

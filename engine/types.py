@@ -21,14 +21,3 @@ EMPTY = 0
 
 PIECE_LETTERS = " PNBRQK  pnbrqk"
 
-
-def make_piece(colour: int, piece_type: int) -> int:
-    return colour * 8 + piece_type
-
-
-def piece_colour(piece: int) -> int:
-    return piece >> 3
-
-
-def piece_type(piece: int) -> int:
-    return piece & 7

@@ -197,20 +197,25 @@ def _king_moved(dirty, ndirty, ply, persp):
 
 
 @njit(cache=True, nogil=True)
+def nearest_computed(computed, dirty, ndirty, ply, persp):
+    """Ply of the nearest computed ancestor reachable by updates, or -1 when a refresh is needed."""
+    q = ply
+    while not computed[q, persp]:
+        if q == 0 or _king_moved(dirty, ndirty, q, persp):
+            return -1
+        q -= 1
+    return q
+
+
+@njit(cache=True, nogil=True)
 def ensure_accumulator(net, acc, psqt, computed, dirty, ndirty, ply, board, king_sq_white, king_sq_black):
     """Make ``acc[ply]``/``psqt[ply]`` valid for both perspectives (see the module docstring)."""
     for persp in range(2):
         if computed[ply, persp]:
             continue
         ksq = king_sq_white if persp == 0 else king_sq_black
-        q = ply
-        need_refresh = False
-        while not computed[q, persp]:
-            if q == 0 or _king_moved(dirty, ndirty, q, persp):
-                need_refresh = True
-                break
-            q -= 1
-        if need_refresh:
+        q = nearest_computed(computed, dirty, ndirty, ply, persp)
+        if q < 0:
             refresh(net, board, persp, ksq, acc[ply, persp], psqt[ply, persp])
             computed[ply, persp] = 1
         else:

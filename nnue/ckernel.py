@@ -65,6 +65,7 @@ import numpy as np
 from numba import njit
 
 from nnue import build_kernel, netfile
+from nnue.accumulator import nearest_computed as _nearest_computed
 from nnue.accumulator import update
 from nnue.features import king_bucket_offset, king_square, orient, piece_plane
 from nnue.intmath import tdiv
@@ -435,15 +436,6 @@ def update_c(kf, cnet, persp, ksq, dirty_row, nd, acc_src, acc_dst, psqt_src, ps
 
 
 @njit(cache=True, nogil=True)
-def _king_moved(dirty, ndirty, ply, persp):
-    king = persp * 8 + 6
-    for i in range(ndirty[ply]):
-        if dirty[ply, i, 0] == king:
-            return True
-    return False
-
-
-@njit(cache=True, nogil=True)
 def ensure_accumulator_c(kf, cnet, acc, psqt, computed, dirty, ndirty, ply, board, king_sq_white,
                          king_sq_black, scratch):
     """``accumulator.ensure_accumulator`` with the C kernel: lazy update from the nearest computed ancestor,
@@ -452,14 +444,8 @@ def ensure_accumulator_c(kf, cnet, acc, psqt, computed, dirty, ndirty, ply, boar
         if computed[ply, persp]:
             continue
         ksq = king_sq_white if persp == 0 else king_sq_black
-        q = ply
-        need_refresh = False
-        while not computed[q, persp]:
-            if q == 0 or _king_moved(dirty, ndirty, q, persp):
-                need_refresh = True
-                break
-            q -= 1
-        if need_refresh:
+        q = _nearest_computed(computed, dirty, ndirty, ply, persp)
+        if q < 0:
             refresh_c(kf, cnet, board, persp, ksq, acc[ply, persp], psqt[ply, persp], scratch)
             computed[ply, persp] = 1
         else:
@@ -556,17 +542,6 @@ def refresh_cached(net, cache, board, persp, ksq, acc_out, psqt_out, scratch):
             pe[k] = pe[k] + prow[k]
     acc_out[:] = e
     psqt_out[:] = pe
-
-
-@njit(cache=True, nogil=True)
-def _nearest_computed(computed, dirty, ndirty, ply, persp):
-    """Ply of the nearest computed ancestor reachable by updates, or -1 when a refresh is needed."""
-    q = ply
-    while not computed[q, persp]:
-        if q == 0 or _king_moved(dirty, ndirty, q, persp):
-            return -1
-        q -= 1
-    return q
 
 
 @njit(cache=True, nogil=True)

@@ -518,13 +518,10 @@ class UciEngine:
         limits = self._limits
         limits.ponder = False
         elapsed_ms = (time.perf_counter() - self._search_started) * 1000
-        fresh = Clock.for_limits(limits, self._board_side_of_search(), self.options["move overhead"].value)
+        fresh = Clock.for_limits(limits, self._board.side, self.options["move overhead"].value)
         self._clock.rebase(fresh, elapsed_ms, self._searcher.stop)
         self._pondering = False
         self._ponder_release.set()
-
-    def _board_side_of_search(self):
-        return self._board.side
 
 
 def run_uci(stream=None, net=None, net_small=None):
