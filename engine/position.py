@@ -100,6 +100,17 @@ def compute_key(T, board, st):
     return key
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _copy_position(sbb, sboard, sst, dbb, dboard, dst):
+    # Element loops rather than slice assignment, so callers compiled without NRT can inline this.
+    for i in range(sbb.shape[0]):
+        dbb[i] = sbb[i]
+    for i in range(sboard.shape[0]):
+        dboard[i] = sboard[i]
+    for i in range(sst.shape[0]):
+        dst[i] = sst[i]
+
+
 @njit(cache=True, nogil=True)
 def make_move(T, sbb, sboard, sst, dbb, dboard, dst, m, dirty):
     """Writes into (dbb, dboard, dst) the position after legal move ``m`` from (sbb, sboard, sst).
@@ -107,9 +118,7 @@ def make_move(T, sbb, sboard, sst, dbb, dboard, dst, m, dirty):
     ``dirty`` (int32[3, 3]) receives the changed pieces as (piece, from, to) with 64 for
     "appears" or "disappears", which is what the NNUE accumulators need; returns their count.
     """
-    dbb[:] = sbb
-    dboard[:] = sboard
-    dst[:] = sst
+    _copy_position(sbb, sboard, sst, dbb, dboard, dst)
     us = sst[ST_SIDE]
     them = 1 - us
     frm = m & 63
@@ -199,9 +208,7 @@ def make_move(T, sbb, sboard, sst, dbb, dboard, dst, m, dirty):
 
 @njit(cache=True, nogil=True)
 def make_null_move(T, sbb, sboard, sst, dbb, dboard, dst):
-    dbb[:] = sbb
-    dboard[:] = sboard
-    dst[:] = sst
+    _copy_position(sbb, sboard, sst, dbb, dboard, dst)
     key = np.uint64(sst[ST_KEY]) ^ T[OFF_ZSIDE]
     if sst[ST_EP] != 64:
         key ^= T[OFF_ZEP + (sst[ST_EP] & 7)]

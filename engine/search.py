@@ -10,6 +10,7 @@ from numba import njit
 
 from engine.attacks import attackers_by, bishop_attacks, rook_attacks
 from engine.bitops import U0, bit, lsb, pop_lsb
+from engine.borrowed import borrowed
 from engine.movegen import checkers, generate_legal, generate_tactical
 from engine.position import (MOVE_CASTLE, MOVE_EP, ST_KEY, ST_KSQ, ST_PLY_FROM_NULL, ST_RULE50, ST_SIDE,
                              make_move, make_null_move)
@@ -272,7 +273,7 @@ def is_repetition(keys, st, idx, root_idx):
     return False
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _net_output(use_c, kf, net, cnet, cache, nn, scratch, ply, board, st, side, bucket):
     """One net's raw (psqt, positional) of ``bucket`` at ``ply``, its accumulators brought up to date lazily."""
     acc, psqt, computed, dirty, ndirty = nn
@@ -285,7 +286,7 @@ def _net_output(use_c, kf, net, cnet, cache, nn, scratch, ply, board, st, side, 
     return forward(net, acc, psqt, ply, side, bucket, scratch)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def static_eval(S, ply, bb, board, st, optimism):
     """NNUE evaluation of the position at ``ply`` (side to move's view), by the C kernel or Numba.
 
@@ -325,7 +326,7 @@ def static_eval(S, ply, bb, board, st, optimism):
 # Move ordering
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _score_moves(T, S, ply, n, tt_move, bb, board, side, prev_move):
     moves = S[I_MOVES][ply]
     scores = S[I_SCORES][ply]
@@ -422,7 +423,7 @@ def _poll(ctl):
     return ctl[C_STOP] != 0
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def qsearch(T, S, ply, alpha, beta):
     ctl = S[I_CTL]
     if _poll(ctl):
@@ -489,7 +490,7 @@ def qsearch(T, S, ply, alpha, beta):
     return best
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def search(T, S, ply, depth, alpha, beta, cut_node):
     """Principal variation search; returns the score from the side to move's view."""
     ctl = S[I_CTL]
@@ -720,4 +721,6 @@ def search_root(T, S, depth, alpha, beta):
     ctl = S[I_CTL]
     ctl[C_ROOT_DEPTH] = depth
     ctl[C_SELDEPTH] = 0
-    return search(T, S, np.int64(0), np.int64(depth), np.int64(alpha), np.int64(beta), np.int64(0))
+    # The caller holds T and S for the whole call, so the tree below can use them without reference counts.
+    return search(borrowed(T), borrowed(S), np.int64(0), np.int64(depth), np.int64(alpha), np.int64(beta),
+                  np.int64(0))
