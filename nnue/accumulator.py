@@ -137,8 +137,10 @@ def update(net, persp, ksq, dirty_row, nd, acc_src, acc_dst, psqt_src, psqt_dst)
         _add2_sub2(acc_src, acc_dst, w, a0, a1, r0, r1)
         _add2_sub2(psqt_src, psqt_dst, pw, a0, a1, r0, r1)
     else:                            # anything else (null move, unusual deltas)
-        acc_dst[:] = acc_src
-        psqt_dst[:] = psqt_src
+        for j in range(acc_src.shape[0]):      # element loops: the search compiles this without NRT
+            acc_dst[j] = acc_src[j]
+        for j in range(psqt_src.shape[0]):
+            psqt_dst[j] = psqt_src[j]
         for i in range(nr):
             f = r0 if i == 0 else (r1 if i == 1 else r2)
             _add_row(acc_dst, w, f, -1)

@@ -540,8 +540,11 @@ def refresh_cached(net, cache, board, persp, ksq, acc_out, psqt_out, scratch):
         prow = pw[add[i]]
         for k in range(pe.shape[0]):
             pe[k] = pe[k] + prow[k]
-    acc_out[:] = e
-    psqt_out[:] = pe
+    # Element loops, not slice assignment: the search calls this from code compiled without NRT.
+    for j in range(e.shape[0]):
+        acc_out[j] = e[j]
+    for k in range(pe.shape[0]):
+        psqt_out[k] = pe[k]
 
 
 @njit(cache=True, nogil=True)
