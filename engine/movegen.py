@@ -29,6 +29,58 @@ def checkers(T, bb, st):
 
 
 @njit(cache=True, nogil=True)
+def gives_check(T, bb, board, st, m):
+    """True when legal move ``m`` checks the opponent's king, decided without making the move.
+
+    Direct checks by the piece on its target square (the promoted piece for a promotion, the rook for a
+    castling move), and discovered checks by our sliders once the moving piece (and an en passant victim or
+    the castling rook) has left its square.
+    """
+    us = st[ST_SIDE]
+    c = us * 8
+    ksq = st[ST_KSQ + 1 - us]
+    kb = bit(ksq)
+    frm = m & 63
+    to = (m >> 6) & 63
+    occ = bb[0] | bb[8]
+    if m & MOVE_CASTLE:
+        kto, rto = castle_targets(frm, to)
+        occ = (occ ^ bit(frm) ^ bit(to)) | bit(kto) | bit(rto)
+        if rook_attacks(T, rto, occ) & kb:
+            return True
+        moved = bit(frm) | bit(to)
+    else:
+        pt = board[frm] & 7
+        promo = (m >> 12) & 7
+        if promo != 0:
+            pt = promo
+        occ = (occ ^ bit(frm)) | bit(to)
+        if pt == 1:
+            if pawn_attacks(T, us, to) & kb:
+                return True
+        elif pt == 2:
+            if knight_attacks(T, to) & kb:
+                return True
+        elif pt == 3:
+            if bishop_attacks(T, to, occ) & kb:
+                return True
+        elif pt == 4:
+            if rook_attacks(T, to, occ) & kb:
+                return True
+        elif pt == 5:
+            if (bishop_attacks(T, to, occ) | rook_attacks(T, to, occ)) & kb:
+                return True
+        moved = bit(frm)
+        if m & MOVE_EP:
+            occ ^= bit(to - 8 if us == 0 else to + 8)
+        elif line(T, ksq, frm) == U0:
+            return False  # leaving a square off every line through the king cannot uncover a check
+    diag = (bb[c + 3] | bb[c + 5]) & ~moved
+    straight = (bb[c + 4] | bb[c + 5]) & ~moved
+    return ((bishop_attacks(T, ksq, occ) & diag) | (rook_attacks(T, ksq, occ) & straight)) != U0
+
+
+@njit(cache=True, nogil=True)
 def pinned_pieces(T, bb, ksq, us):
     """Own pieces that stand alone between our king and an enemy slider."""
     them = 1 - us

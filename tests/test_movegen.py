@@ -110,3 +110,32 @@ def test_tactical_moves_are_the_captures_and_queen_promotions():
             checked += 1
             cb.push(rng.choice(list(cb.legal_moves)))
     assert checked > 2000
+
+
+def _check_gives_check(board, cb, T):
+    from engine.movegen import gives_check
+    for m in legal_moves(board):
+        move = chess.Move.from_uci(move_to_uci(m, cb.chess960))
+        assert bool(gives_check(T, board.bb, board.board, board.st, m)) == cb.gives_check(move), \
+            (cb.fen(), move.uci())
+
+
+def test_gives_check_matches_python_chess():
+    """The search decides checks before making a move: every legal move of the suites and of random games
+    (standard and Chess960, so castling, en passant and promotions with discovered checks are covered)."""
+    from engine.tables import tables
+    T = tables()
+    for fen in _suite_fens():
+        _check_gives_check(parse_fen(fen, chess960=True), chess.Board(fen, chess960=True), T)
+    rng = random.Random(7)
+    checks = 0
+    for game in range(40):
+        cb = chess.Board.from_chess960_pos(rng.randrange(960)) if game % 2 else chess.Board()
+        board = parse_fen(cb.fen(), chess960=cb.chess960)
+        while not cb.is_game_over(claim_draw=False) and cb.ply() < 250:
+            _check_gives_check(board, cb, T)
+            checks += sum(cb.gives_check(mv) for mv in cb.legal_moves)
+            move = rng.choice(list(cb.legal_moves))
+            board = push(board, parse_uci_move(board, move.uci(), cb.chess960))
+            cb.push(move)
+    assert checks > 1000
