@@ -10,8 +10,9 @@ from numba import njit
 
 from engine.attacks import attackers_by, bishop_attacks, rook_attacks
 from engine.bitops import U0, bit, lsb, pop_lsb
-from engine.borrowed import borrowed
+from engine.intrinsics import borrowed, prefetch
 from engine.movegen import checkers, generate_legal, generate_tactical
+from engine.movegen import gives_check as gives_check_move
 from engine.position import (MOVE_CASTLE, MOVE_EP, ST_KEY, ST_KSQ, ST_PLY_FROM_NULL, ST_RULE50, ST_SIDE,
                              make_move, make_null_move)
 from engine.bitops import popcount
@@ -34,32 +35,32 @@ I_STS = 3
 I_MOVES = 4
 I_SCORES = 5
 I_KEYS = 6
-I_TT_KEYS = 7
-I_TT_DATA = 8
-I_PV_LEN = 9
-I_KILLERS = 10
-I_HISTORY = 11
-I_COUNTERS = 12
-I_CUR_MOVE = 13
-I_PV = 14
-I_CTL = 15
-I_NN = 16
-I_NET = 17
-I_SCRATCH = 18
-I_TTE = 19
-I_ROOT_MOVES = 20
-I_EVALS = 21
-I_QUIETS = 22
-I_LMR = 23
-I_KF = 24          # C kernel functions (placeholders with the same types on the Numba path)
-I_CNET = 25
-I_REFRESH_CACHE = 26
+I_TT = 7           # transposition table (see tt_probe)
+I_PV_LEN = 8
+I_KILLERS = 9
+I_HISTORY = 10
+I_COUNTERS = 11
+I_CUR_MOVE = 12
+I_PV = 13
+I_CTL = 14
+I_NN = 15
+I_NET = 16
+I_SCRATCH = 17
+I_TTE = 18
+I_ROOT_MOVES = 19
+I_EVALS = 20
+I_QUIETS = 21
+I_LMR = 22
+I_KF = 23          # C kernel functions (placeholders with the same types on the Numba path)
+I_CNET = 24
+I_REFRESH_CACHE = 25
 # The small net of a Stockfish 17.1 pair (ctl[C_PAIR] = 1): its arrays, stack acc/psqt, refresh cache and
 # scratch packed in one buffer (nnue.netblob: every array in S costs each call of search a reference-count
 # update), and its stack's computed flags (uint8[STACK, 2]; the move record dirty/ndirty is I_NN's). With
 # one net: a dummy buffer and flags of the same types, so one compiled search serves every net.
-I_SMALL_BLOB = 27
-I_SMALL_COMPUTED = 28
+I_SMALL_BLOB = 26
+I_SMALL_COMPUTED = 27
+S_SIZE = 28        # slots in S (slot 0 is the table array T)
 
 # Slots of the control array ctl (int64).
 C_NODES = 0
@@ -76,10 +77,12 @@ C_USE_C = 10         # 1: the C kernel evaluates, 0: the Numba path
 C_PAIR = 11          # 1: a Stockfish 17.1 pair (big net in I_NET..., small net in I_*_SMALL), 0: one net
 CTL_SIZE = 16
 
-# Transposition-table entry: full key in tt_keys, packed fields in tt_data.
+# Transposition table: one int64 array of buckets of two entries, each entry (key, packed data), so a
+# bucket is 32 bytes and one probe touches one cache line (the array is 64-byte aligned).
 BOUND_UPPER = 1
 BOUND_LOWER = 2
 BOUND_EXACT = 3
+TT_BUCKET = 4      # int64 words per bucket
 
 
 
@@ -110,14 +113,19 @@ def _tt_pack(move, score, ev, depth, bound, gen):
             | (np.int64(depth + 16) << 49) | (np.int64(bound) << 57) | (np.int64(gen & 31) << 59))
 
 
+@njit(cache=True, nogil=True, inline="always")
+def tt_bucket(tt, key):
+    """Index in ``tt`` of the bucket of ``key`` (the Zobrist key as int64 bits)."""
+    return (key & (tt.shape[0] // TT_BUCKET - 1)) * TT_BUCKET
+
+
 @njit(cache=True, nogil=True)
-def tt_probe(tt_keys, tt_data, key, out):
+def tt_probe(tt, key, out):
     """Fills out = (move, score, eval, depth, bound) and returns True on a hit."""
-    mask = np.uint64(tt_keys.shape[0] - 2)
-    i = np.int64(key & mask)
-    for j in range(2):
-        if tt_keys[i + j] == key:
-            d = tt_data[i + j]
+    i = tt_bucket(tt, key)
+    for j in range(0, TT_BUCKET, 2):
+        if tt[i + j] == key:
+            d = tt[i + j + 1]
             out[0] = d & 0x1FFFF
             out[1] = ((d >> 17) & 0xFFFF) - 32768
             out[2] = ((d >> 33) & 0xFFFF) - 32768
@@ -128,45 +136,45 @@ def tt_probe(tt_keys, tt_data, key, out):
 
 
 @njit(cache=True, nogil=True)
-def tt_store(tt_keys, tt_data, key, move, score, ev, depth, bound, gen):
-    mask = np.uint64(tt_keys.shape[0] - 2)
-    i = np.int64(key & mask)
+def tt_store(tt, key, move, score, ev, depth, bound, gen):
+    i = tt_bucket(tt, key)
     slot = -1
-    for j in range(2):
-        if tt_keys[i + j] == key:
+    for j in range(0, TT_BUCKET, 2):
+        if tt[i + j] == key:
             slot = i + j
             break
     if slot < 0:
         # Replace the shallower entry, preferring entries from older searches.
         best = 1 << 30
-        for j in range(2):
-            d = tt_data[i + j]
+        for j in range(0, TT_BUCKET, 2):
+            d = tt[i + j + 1]
             age = (gen - ((d >> 59) & 31)) & 31
             worth = ((d >> 49) & 0xFF) - 8 * age
-            if tt_keys[i + j] == U0:
+            if d == 0:
                 worth = -(1 << 20)
             if worth < best:
                 best = worth
                 slot = i + j
     else:
-        old = tt_data[slot]
+        old = tt[slot + 1]
         if move == 0:
             move = old & 0x1FFFF
         old_depth = ((old >> 49) & 0xFF) - 16
         old_gen = (old >> 59) & 31
         if bound != BOUND_EXACT and depth < old_depth - 3 and old_gen == (gen & 31):
             return
-    tt_keys[slot] = key
-    tt_data[slot] = _tt_pack(move, score, ev, depth, bound, gen)
+    tt[slot] = key
+    tt[slot + 1] = _tt_pack(move, score, ev, depth, bound, gen)
 
 
 @njit(cache=True, nogil=True)
-def tt_hashfull(tt_keys, tt_data, gen):
+def tt_hashfull(tt, gen):
     """Permille of the first thousand entries used by the current search."""
     used = 0
-    n = min(1000, tt_keys.shape[0])
-    for i in range(n):
-        if tt_keys[i] != U0 and ((tt_data[i] >> 59) & 31) == (gen & 31):
+    n = min(1000, tt.shape[0] // 2)
+    for e in range(n):
+        d = tt[2 * e + 1]
+        if d != 0 and ((d >> 59) & 31) == (gen & 31):
             used += 1
     return used * 1000 // n
 
@@ -386,6 +394,14 @@ def _pick(moves, scores, start, n):
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _is_quiet(board, m):
+    """Neither a capture (castling is king-takes-own-rook) nor a promotion."""
+    if m & (MOVE_EP | (7 << 12)):
+        return False
+    return board[(m >> 6) & 63] == 0 or (m & MOVE_CASTLE) != 0
+
+
+@njit(cache=True, nogil=True, inline="always")
 def _update_history(history, side, m, bonus):
     i = (m & 63) * 64 + ((m >> 6) & 63)
     h = history[side, i]
@@ -410,7 +426,10 @@ def _do_move(T, S, ply, m):
     computed_small[ply + 1, 0] = 0
     computed_small[ply + 1, 1] = 0
     ctl = S[I_CTL]
-    S[I_KEYS][ctl[C_ROOT_INDEX] + ply + 1] = np.uint64(sts[ply + 1][ST_KEY])
+    key = sts[ply + 1][ST_KEY]
+    tt = S[I_TT]
+    prefetch(tt, tt_bucket(tt, key))
+    S[I_KEYS][ctl[C_ROOT_INDEX] + ply + 1] = np.uint64(key)
     S[I_CUR_MOVE][ply] = m
 
 
@@ -441,10 +460,10 @@ def qsearch(T, S, ply, alpha, beta):
     if ply >= MAX_PLY - 1:
         return 0 if in_check else static_eval(S, ply, bb, board, st, ctl[C_OPTIMISM_W + side])
 
-    key = np.uint64(st[ST_KEY])
+    key = st[ST_KEY]
     tte = S[I_TTE][ply]
     tt_move = 0
-    if tt_probe(S[I_TT_KEYS], S[I_TT_DATA], key, tte):
+    if tt_probe(S[I_TT], key, tte):
         tt_move = tte[0]
         s = _score_from_tt(tte[1], ply)
         b = tte[4]
@@ -486,7 +505,7 @@ def qsearch(T, S, ply, alpha, beta):
     if in_check and best == -INF:
         return -MATE + ply
     bound = BOUND_LOWER if best >= beta else BOUND_UPPER
-    tt_store(S[I_TT_KEYS], S[I_TT_DATA], key, best_move, _score_to_tt(best, ply), 0, 0, bound, ctl[C_TT_GEN])
+    tt_store(S[I_TT], key, best_move, _score_to_tt(best, ply), 0, 0, bound, ctl[C_TT_GEN])
     return best
 
 
@@ -522,9 +541,9 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
         if alpha >= beta:
             return alpha
 
-    key = np.uint64(st[ST_KEY])
+    key = st[ST_KEY]
     tte = S[I_TTE][ply]
-    tt_hit = tt_probe(S[I_TT_KEYS], S[I_TT_DATA], key, tte)
+    tt_hit = tt_probe(S[I_TT], key, tte)
     tt_move = 0
     tt_score = VALUE_NONE
     tt_depth = -99
@@ -586,7 +605,9 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
             nn[2][ply + 1, 1] = 0
             S[I_SMALL_COMPUTED][ply + 1, 0] = 0
             S[I_SMALL_COMPUTED][ply + 1, 1] = 0
-            S[I_KEYS][idx + 1] = np.uint64(sts[ply + 1][ST_KEY])
+            null_key = sts[ply + 1][ST_KEY]
+            prefetch(S[I_TT], tt_bucket(S[I_TT], null_key))
+            S[I_KEYS][idx + 1] = np.uint64(null_key)
             S[I_CUR_MOVE][ply] = 65
             score = -search(T, S, ply + 1, depth - r, -beta, -beta + 1, np.int64(1 - cut_node))
             if ctl[C_STOP]:
@@ -624,20 +645,30 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
     best_move = 0
     move_count = 0
     lmr = S[I_LMR]
-    for i in range(n):
+    lmp_limit = (3 + depth * depth) // (1 if improving else 2)
+    i = -1
+    while True:
+        i += 1
+        if i >= n:
+            break
         m = _pick(moves, scores, i, n)
-        to = (m >> 6) & 63
-        capture = board[to] != 0 and not (m & MOVE_CASTLE)
-        capture = capture or (m & MOVE_EP) != 0
-        promo = (m >> 12) & 7
-        quiet = not capture and promo == 0
+        quiet = _is_quiet(board, m)
         move_count += 1
         prune = not root and best > -MATE_IN_MAX
-        if prune and quiet and depth <= 8 and not in_check and move_count > (3 + depth * depth) // (1 if improving else 2):
-            continue  # late quiet moves at shallow depth
-        _do_move(T, S, ply, m)
-        child_st = S[I_STS][ply + 1]
-        gives_check = checkers(T, S[I_BBS][ply + 1], child_st) != U0
+        if prune and quiet and depth <= 8 and not in_check and move_count > lmp_limit:
+            # Late quiet moves at shallow depth: this one and every later quiet move are skipped, so drop
+            # them from the list rather than picking each in turn. The quiets left all sort before the
+            # moves kept (bad captures, under-promotions), so counting them now keeps the move count.
+            k = i + 1
+            for j in range(i + 1, n):
+                if not _is_quiet(board, moves[j]):
+                    moves[k] = moves[j]
+                    scores[k] = scores[j]
+                    k += 1
+            move_count += n - k
+            n = k
+            continue
+        gives_check = gives_check_move(T, bb, board, st, m)
         if prune:
             if quiet and not gives_check:
                 if depth <= 7 and not in_check and ev + 110 + 140 * depth <= alpha and scores[i] < (1 << 27):
@@ -646,6 +677,7 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
                     continue
             elif depth <= 6 and not see_ge(T, bb, board, side, m, -110 * depth):
                 continue
+        _do_move(T, S, ply, m)
         ext = 1 if gives_check and ply < 2 * ctl[C_ROOT_DEPTH] else 0
         new_depth = depth - 1 + ext
         if depth >= 3 and move_count > 1 + (1 if pv_node else 0) and (quiet or scores[i] < 0):
@@ -710,7 +742,7 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
                 pto = (prev_move >> 6) & 63
                 S[I_COUNTERS][board[pto] * 64 + pto] = best_move
     bound = BOUND_LOWER if best >= beta else (BOUND_EXACT if pv_node and best_move != 0 else BOUND_UPPER)
-    tt_store(S[I_TT_KEYS], S[I_TT_DATA], key, best_move, _score_to_tt(best, ply), evals[ply] if not in_check else 0,
+    tt_store(S[I_TT], key, best_move, _score_to_tt(best, ply), evals[ply] if not in_check else 0,
              depth, bound, ctl[C_TT_GEN])
     return best
 

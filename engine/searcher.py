@@ -75,6 +75,11 @@ def tt_entries(hash_mb):
     return 1 << (n.bit_length() - 1)
 
 
+def make_tt(hash_mb):
+    """The transposition table (engine.search.tt_probe): 2 int64 words per entry, 64-byte aligned."""
+    return ckernel.aligned_zeros(2 * tt_entries(hash_mb), np.int64)
+
+
 class Searcher:
     """One search thread's state: position stack, TT, histories, NNUE accumulators.
 
@@ -93,8 +98,7 @@ class Searcher:
         self.small_net = small_net
         self.kernel = ckernel.load_kernel(kernel_mode)
         self.T = tables()
-        self.tt_keys = np.zeros(tt_entries(hash_mb), dtype=np.uint64)
-        self.tt_data = np.zeros(self.tt_keys.shape[0], dtype=np.int64)
+        self.tt = make_tt(hash_mb)
         self.ctl = np.zeros(CTL_SIZE, dtype=np.int64)
         self._build()
 
@@ -146,7 +150,7 @@ class Searcher:
         self.ctl[C_PAIR] = 1 if self.small_net is not None else 0
         self.S = (self.T, self.bbs, self.boards, self.sts,
                   np.zeros((STACK, MAX_MOVES), dtype=np.int32), np.zeros((STACK, MAX_MOVES), dtype=np.int32),
-                  self.keys, self.tt_keys, self.tt_data, self.pv_len, self.killers, self.history, self.counters,
+                  self.keys, self.tt, self.pv_len, self.killers, self.history, self.counters,
                   np.zeros(STACK, dtype=np.int32), self.pv, self.ctl, stack, arrays,
                   scratch, np.zeros((STACK, 5), dtype=np.int64), self.root_moves,
                   np.zeros(STACK, dtype=np.int64), np.zeros((STACK, 64), dtype=np.int32), lmr_table(),
@@ -159,14 +163,12 @@ class Searcher:
         return self.kernel
 
     def resize(self, hash_mb):
-        self.tt_keys = np.zeros(tt_entries(hash_mb), dtype=np.uint64)
-        self.tt_data = np.zeros(self.tt_keys.shape[0], dtype=np.int64)
+        self.tt = make_tt(hash_mb)
         self._build()
 
     def clear(self):
         """Forget everything learnt from earlier searches (ucinewgame, Clear Hash)."""
-        self.tt_keys[:] = 0
-        self.tt_data[:] = 0
+        self.tt[:] = 0
         self.history[:] = 0
         self.counters[:] = 0
         self.killers[:] = 0
@@ -175,7 +177,7 @@ class Searcher:
         self.ctl[C_STOP] = 1
 
     def hashfull(self):
-        return int(tt_hashfull(self.tt_keys, self.tt_data, self.ctl[C_TT_GEN]))
+        return int(tt_hashfull(self.tt, self.ctl[C_TT_GEN]))
 
     def _setup(self, board, game_keys):
         self.bbs[0] = board.bb

@@ -13,7 +13,7 @@ import pytest
 from engine.fen import parse_fen
 from engine.movegen import MAX_MOVES, generate_legal
 from engine.position import ST_RULE50, ST_SIDE
-from engine.search import C_PAIR, _do_move, static_eval
+from engine.search import C_PAIR, S_SIZE, _do_move, static_eval
 from engine.searcher import Limits, Searcher
 from nnue import ckernel
 from nnue.evaluate import eval_report_pair
@@ -61,7 +61,7 @@ def test_searcher_pair_slots(nnue_net, nnue17_pair, pair_searchers):
     # One compiled search serves every net: the search tuples have the same Numba type.
     assert numba.typeof(one.S) == numba.typeof(s.S)
     # The small net adds two arrays to the search tuple (its packed buffer and its computed flags).
-    assert len(s.S) == len(one.S) == 29
+    assert len(s.S) == len(one.S) == S_SIZE
     # A NetPair is accepted as it is.
     assert Searcher(nnue17_pair, 1, "numba").is_pair
 
