@@ -17,7 +17,7 @@ from engine.position import (MOVE_CASTLE, MOVE_EP, ST_KEY, ST_KSQ, ST_PLY_FROM_N
                              make_move, make_null_move)
 from engine.bitops import popcount
 from nnue.ckernel import ensure_accumulator_cached, ensure_accumulator_cached_c, forward_c
-from nnue.evaluate import REEVAL_THRESHOLD, SMALLNET_THRESHOLD, final_eval_17, finish, material_17_bb, nnue_17
+from nnue.evaluate import REEVAL_THRESHOLD, SMALLNET_THRESHOLD, final_eval_17, finish_bb, material_17_bb, nnue_17
 from nnue.inference import bucket_of, forward
 from nnue.netblob import unpack as unpack_net
 
@@ -281,7 +281,7 @@ def is_repetition(keys, st, idx, root_idx):
     return False
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(cache=True, nogil=True, inline="always")
 def _net_output(use_c, kf, net, cnet, cache, nn, scratch, ply, board, st, side, bucket):
     """One net's raw (psqt, positional) of ``bucket`` at ``ply``, its accumulators brought up to date lazily."""
     acc, psqt, computed, dirty, ndirty = nn
@@ -327,7 +327,7 @@ def static_eval(S, ply, bb, board, st, optimism):
     bucket = bucket_of(popcount(bb[0] | bb[8]))
     p, q = _net_output(use_c, kf, net, S[I_CNET], S[I_REFRESH_CACHE], S[I_NN], S[I_SCRATCH], ply, board, st,
                        side, bucket)
-    return finish(net, p, q, board, side, rule50, optimism)
+    return finish_bb(net, p, q, bb, side, rule50, optimism)
 
 
 # ---------------------------------------------------------------------------------------------

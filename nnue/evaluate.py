@@ -124,6 +124,25 @@ def finish(net, p, q, board, side, rule50, optimism):
 
 
 @njit(cache=True, nogil=True)
+def non_pawn_material_bb(bb):
+    """Non-pawn material of both sides from bitboards (colour*8 + type)."""
+    return (NPM_KNIGHT * (popcount(bb[2]) + popcount(bb[10])) + NPM_BISHOP * (popcount(bb[3]) + popcount(bb[11]))
+            + NPM_ROOK * (popcount(bb[4]) + popcount(bb[12])) + NPM_QUEEN * (popcount(bb[5]) + popcount(bb[13])))
+
+
+@njit(cache=True, nogil=True)
+def finish_bb(net, p, q, bb, side, rule50, optimism):
+    """``finish`` with the material counted from bitboards: the search has them, and popcounts are cheaper
+    than a pass over the 64 squares."""
+    if net[PARAMS][P_GENERATION] != GEN_SF15_1:
+        pieces, simple, mat = material_17_bb(bb, side)
+        p16, q16, nnue = nnue_17(p, q)
+        return final_eval_17(nnue, p16, q16, mat, rule50, optimism)
+    npm = non_pawn_material_bb(bb)
+    return final_eval(nnue_adjusted(p, q, npm), nnue_complexity(p, q), PSQ_EG_NONE, npm, rule50, optimism)
+
+
+@njit(cache=True, nogil=True)
 def evaluate(net, acc, psqt, ply, side, board, rule50, optimism, scratch):
     """Search evaluation (stm view) with one net, by the net's generation; counts material on ``board``."""
     pieces, npm = material(board)
@@ -180,9 +199,7 @@ def material_17_bb(bb, side):
     dq = popcount(bb[us + 5]) - popcount(bb[them + 5])
     simple = PAWN_VALUE_17 * dp + NPM_KNIGHT * dn + NPM_BISHOP * db + NPM_ROOK * dr + NPM_QUEEN * dq
     pawns = popcount(bb[1]) + popcount(bb[9])
-    npm = (NPM_KNIGHT * (popcount(bb[2]) + popcount(bb[10])) + NPM_BISHOP * (popcount(bb[3]) + popcount(bb[11]))
-           + NPM_ROOK * (popcount(bb[4]) + popcount(bb[12])) + NPM_QUEEN * (popcount(bb[5]) + popcount(bb[13])))
-    return pieces, simple, MATERIAL_PAWN * pawns + npm
+    return pieces, simple, MATERIAL_PAWN * pawns + non_pawn_material_bb(bb)
 
 
 @njit(cache=True, nogil=True)
