@@ -130,7 +130,7 @@ def non_pawn_material_bb(bb):
             + NPM_ROOK * (popcount(bb[4]) + popcount(bb[12])) + NPM_QUEEN * (popcount(bb[5]) + popcount(bb[13])))
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def finish_bb(net, p, q, bb, side, rule50, optimism):
     """``finish`` with the material counted from bitboards: the search has them, and popcounts are cheaper
     than a pass over the 64 squares."""
