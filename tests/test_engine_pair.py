@@ -1,10 +1,8 @@
 """The engine with a Stockfish 17.1 pair (big L1 = 3072 + small L1 = 128, the synthetic test nets): search,
-static evaluation inside the search against a from-scratch evaluation, UCI options EvalFile/EvalFileSmall,
-the command line. The 15.1 single net's behaviour is covered by test_uci.py and test_tactics.py."""
+UCI options EvalFile/EvalFileSmall, the command line (static evaluation inside the search: test_search_eval).
+The 15.1 single net's behaviour is covered by test_uci.py and test_tactics.py."""
 
-import random
 import sys
-from collections import Counter
 
 import numba
 import numpy as np
@@ -12,11 +10,9 @@ import pytest
 
 from engine.fen import parse_fen
 from engine.movegen import MAX_MOVES, generate_legal
-from engine.position import ST_RULE50, ST_SIDE
-from engine.search import C_PAIR, S_SIZE, _do_move, static_eval
+from engine.search import C_PAIR, S_SIZE
 from engine.searcher import Limits, Searcher
 from nnue import ckernel
-from nnue.evaluate import eval_report_pair
 from nnue.netpair import NetPairError
 from tests.test_uci import ROOT, Uci
 
@@ -94,39 +90,6 @@ def test_pair_search_same_tree_with_either_path(pair_searchers):
             best, _, lines = s.think(board, [], Limits(depth=7))
             got.append((best, lines[0].score, int(s.ctl[0])))
         assert got[0] == got[1], fen
-
-
-@pytest.mark.parametrize("mode", _kernel_modes())
-def test_static_eval_in_search_equals_from_scratch(nnue17_pair, pair_searchers, mode):
-    """Random walks through the search's own make-move code (``_do_move``), with backtracking as the search
-    does (a sibling overwrites ply p + 1), evaluating lazily at some plies only: every ``static_eval`` equals
-    ``eval_report_pair(...).final`` of the same position from scratch."""
-    s = pair_searchers[mode]
-    big, small = nnue17_pair.big.arrays(), nnue17_pair.small.arrays()
-    rng = random.Random(2024)
-    used = Counter()
-    for game in range(24):
-        s._setup(parse_fen(STARTS[game % len(STARTS)]), [])
-        ply = 0
-        for step in range(70):
-            if ply >= 40 or (ply > 0 and rng.random() < 0.2):
-                ply = rng.randrange(0, ply)              # back up the tree: a sibling replaces the line
-            moves = _legal(s, ply)
-            if not moves:
-                if ply == 0:
-                    break
-                ply -= 1
-                continue
-            if rng.random() < 0.6 or step == 0:
-                optimism = rng.choice((0, 0, 57, -100))
-                st = s.sts[ply]
-                got = int(static_eval(s.S, ply, s.bbs[ply], s.boards[ply], st, optimism))
-                ref = eval_report_pair(big, small, s.boards[ply], int(st[ST_SIDE]), int(st[ST_RULE50]), optimism)
-                assert got == ref.final, (mode, game, step, ply)
-                used[ref.used_net + ("/reeval" if ref.reeval_big else "")] += 1
-            _do_move(s.T, s.S, ply, rng.choice(moves))
-            ply += 1
-    assert used["big"] > 20 and used["small"] > 20, used
 
 
 def test_single_17_nets_search(nnue17_pair):
