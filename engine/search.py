@@ -60,8 +60,8 @@ I_KF = 23          # C kernel functions (placeholders with the same types on the
 I_CNET = 24
 I_REFRESH_CACHE = 25
 # The small net of a Stockfish 17.1 pair (ctl[C_PAIR] = 1): its arrays, stack acc/psqt, refresh cache and
-# scratch packed in one buffer (nnue.netblob: every array in S costs each call of search a reference-count
-# update), and its stack's computed flags (uint8[STACK, 2]; the move record dirty/ndirty is I_NN's). With
+# scratch packed in one buffer (nnue.netblob: every array in S is passed on each call of search), and its
+# stack's computed flags (uint8[STACK, 2]; the move record dirty/ndirty is I_NN's). With
 # one net: a dummy buffer and flags of the same types, so one compiled search serves every net.
 I_SMALL_BLOB = 26
 I_SMALL_COMPUTED = 27

@@ -1,10 +1,10 @@
 """One net's search-time arrays packed into a single byte buffer, for a second net in the search tuple.
 
-Why: compiled functions that take the search tuple ``S`` adjust the reference count of every array in it on
-each call (search and quiescence are called once per node), so each array added to ``S`` slows every node,
-whatever net is loaded: adding Stockfish 17.1's small net as some 30 separate arrays cost the 15.1 search
-about a quarter of its speed. Packed, the small net is one array in ``S``; ``unpack`` rebuilds the views
-(no copy) when the small net is evaluated.
+Why: every array in the search tuple ``S`` is passed (some 8 words) on each call of the compiled functions
+that take ``S`` (search and quiescence are called once per node), so each array added to ``S`` slows every
+node, whatever net is loaded. When the search still counted references, adding Stockfish 17.1's small net as
+some 30 separate arrays cost the 15.1 search about a quarter of its speed. Packed, the small net is one array
+in ``S``; ``unpack`` rebuilds the views (no copy) when the small net is evaluated.
 
 Layout: a header of ``N_ENTRIES`` rows of int64 ``(byte offset, d0, d1, d2, d3)`` (unused dimensions are 1),
 then each array at a 64-byte aligned offset (the buffer itself is 64-byte aligned, as the C kernel wants).
