@@ -25,6 +25,7 @@ from nnue.ckernel import ensure_accumulator_cached, ensure_accumulator_cached_c,
 from nnue.evaluate import REEVAL_THRESHOLD, SMALLNET_THRESHOLD, final_eval_17, finish_bb, material_17_bb, nnue_17
 from nnue.inference import bucket_of, forward
 from nnue.netblob import unpack as unpack_net
+from nnue.netblob import unpack_directory
 
 MAX_PLY = 120
 STACK = MAX_PLY + 8
@@ -33,7 +34,7 @@ MATE = 32000
 MATE_IN_MAX = MATE - 2 * MAX_PLY
 VALUE_NONE = 32002
 
-# Slots of the search tuple S (see engine.searcher.make_search_arrays).
+# Slots of the search tuple S (see engine.searcher.Searcher._build).
 I_BBS = 1
 I_BOARDS = 2
 I_STS = 3
@@ -48,24 +49,24 @@ I_COUNTERS = 11
 I_CUR_MOVE = 12
 I_PV = 13
 I_CTL = 14
-I_NN = 15
+I_NN = 15          # the net's accumulator stack (acc, psqt, computed, dirty, ndirty)
+# The net (or the big net of a pair): a netblob.directory of its arrays, kernel layout, stack acc/psqt,
+# refresh cache and scratch, read back with netblob.unpack_directory. One array instead of some 30: every
+# array in S is passed on each call of search (measured: 30 more arrays cost 14% of the nodes per second).
 I_NET = 16
-I_SCRATCH = 17
-I_TTE = 18
-I_ROOT_MOVES = 19
-I_EVALS = 20
-I_QUIETS = 21
-I_LMR = 22
-I_KF = 23          # C kernel functions (placeholders with the same types on the Numba path)
-I_CNET = 24
-I_REFRESH_CACHE = 25
+I_TTE = 17
+I_ROOT_MOVES = 18
+I_EVALS = 19
+I_QUIETS = 20
+I_LMR = 21
+I_KF = 22          # C kernel functions (placeholders with the same types on the Numba path)
 # The small net of a Stockfish 17.1 pair (ctl[C_PAIR] = 1): its arrays, stack acc/psqt, refresh cache and
-# scratch packed in one buffer (nnue.netblob: every array in S is passed on each call of search), and its
-# stack's computed flags (uint8[STACK, 2]; the move record dirty/ndirty is I_NN's). With
-# one net: a dummy buffer and flags of the same types, so one compiled search serves every net.
-I_SMALL_BLOB = 26
-I_SMALL_COMPUTED = 27
-S_SIZE = 28        # slots in S (slot 0 is the table array T)
+# scratch packed in one buffer (nnue.netblob), and its stack's computed flags (uint8[STACK, 2]; the move
+# record dirty/ndirty is I_NN's). With one net: a dummy buffer and flags of the same types, so one compiled
+# search serves every net.
+I_SMALL_BLOB = 23
+I_SMALL_COMPUTED = 24
+S_SIZE = 25        # slots in S (slot 0 is the table array T)
 
 # Slots of the control array ctl (int64).
 C_NODES = 0
@@ -324,14 +325,13 @@ def static_eval(S, ply, bb, board, st, optimism):
             p16, q16, nnue = nnue_17(p, q)
             if abs(nnue) >= REEVAL_THRESHOLD:
                 return final_eval_17(nnue, p16, q16, mat, rule50, optimism)
-        p, q = _net_output(use_c, kf, S[I_NET], S[I_CNET], S[I_REFRESH_CACHE], S[I_NN], S[I_SCRATCH], ply,
-                           board, st, side, bucket)
+        net, cnet, _, _, cache, scratch = unpack_directory(S[I_NET])
+        p, q = _net_output(use_c, kf, net, cnet, cache, S[I_NN], scratch, ply, board, st, side, bucket)
         p16, q16, nnue = nnue_17(p, q)
         return final_eval_17(nnue, p16, q16, mat, rule50, optimism)
-    net = S[I_NET]
+    net, cnet, _, _, cache, scratch = unpack_directory(S[I_NET])
     bucket = bucket_of(popcount(bb[0] | bb[8]))
-    p, q = _net_output(use_c, kf, net, S[I_CNET], S[I_REFRESH_CACHE], S[I_NN], S[I_SCRATCH], ply, board, st,
-                       side, bucket)
+    p, q = _net_output(use_c, kf, net, cnet, cache, S[I_NN], scratch, ply, board, st, side, bucket)
     return finish_bb(net, p, q, bb, side, rule50, optimism)
 
 

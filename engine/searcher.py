@@ -140,6 +140,9 @@ class Searcher:
         use_c = self.kernel.is_c
         kf = self.kernel.funcs if use_c else ckernel.placeholder_funcs()
         arrays, cnet, stack, scratch, cache = self._net_slots(self.net, use_c)
+        # S holds only the directory (addresses) of these: keep the arrays themselves alive here.
+        self._net_parts = (arrays, cnet, stack, scratch, cache)
+        net_directory = netblob.directory(arrays, cnet, stack[0], stack[1], cache, scratch)
         # The small net of a pair in one buffer (see nnue.netblob), a dummy one otherwise; its computed
         # flags have every ply either way (the make-move code clears them unconditionally).
         small_blob = netblob.dummy()
@@ -151,10 +154,10 @@ class Searcher:
         self.S = (self.T, self.bbs, self.boards, self.sts,
                   np.zeros((STACK, MAX_MOVES), dtype=np.int32), np.zeros((STACK, MAX_MOVES), dtype=np.int32),
                   self.keys, self.tt, self.pv_len, self.killers, self.history, self.counters,
-                  np.zeros(STACK, dtype=np.int32), self.pv, self.ctl, stack, arrays,
-                  scratch, np.zeros((STACK, 5), dtype=np.int64), self.root_moves,
+                  np.zeros(STACK, dtype=np.int32), self.pv, self.ctl, stack, net_directory,
+                  np.zeros((STACK, 5), dtype=np.int64), self.root_moves,
                   np.zeros(STACK, dtype=np.int64), np.zeros((STACK, 64), dtype=np.int32), lmr_table(),
-                  kf, cnet, cache, small_blob, np.zeros((STACK, 2), dtype=np.uint8))
+                  kf, small_blob, np.zeros((STACK, 2), dtype=np.uint8))
 
     def set_kernel(self, mode):
         """Choose the evaluation path (auto, c or numba); returns the Kernel now live."""
