@@ -8,7 +8,10 @@ stop flag in ``ctl``.
 Speed: the search works on ``borrowed`` (owner-less) views of ``S`` and the functions that take ``S`` are
 compiled with ``_nrt=False``, a flag their callees inherit, so no node pays for reference counting (it was
 more than half of the time). Nothing in that call tree may allocate or assign to a slice: Numba then refuses
-to compile, so a violation is a compile error in the tests, never a silent bug.
+to compile, so a violation is a compile error in the tests. Nor may a function in it return an array that
+has an owner: a function compiled once serves every caller, so code with reference counting calling it
+would release a reference it never got (the only array-returning function, ``nnue.netdir.unpack``, returns
+owner-less views).
 """
 import numpy as np
 from numba import njit
@@ -24,8 +27,7 @@ from engine.bitops import popcount
 from nnue.ckernel import ensure_accumulator_cached, ensure_accumulator_cached_c, forward_c
 from nnue.evaluate import REEVAL_THRESHOLD, SMALLNET_THRESHOLD, final_eval_17, finish_bb, material_17_bb, nnue_17
 from nnue.inference import bucket_of, forward
-from nnue.netblob import unpack as unpack_net
-from nnue.netblob import unpack_directory
+from nnue.netdir import unpack as unpack_net
 
 MAX_PLY = 120
 STACK = MAX_PLY + 8
@@ -50,9 +52,9 @@ I_CUR_MOVE = 12
 I_PV = 13
 I_CTL = 14
 I_NN = 15          # the net's accumulator stack (acc, psqt, computed, dirty, ndirty)
-# The net (or the big net of a pair): a netblob.directory of its arrays, kernel layout, stack acc/psqt,
-# refresh cache and scratch, read back with netblob.unpack_directory. One array instead of some 30: every
-# array in S is passed on each call of search (measured: 30 more arrays cost 14% of the nodes per second).
+# The net (or the big net of a pair): an nnue.netdir directory of its arrays, kernel layout, stack acc/psqt,
+# refresh cache and scratch, read back with nnue.netdir.unpack. One array instead of some 30: every array in
+# S is passed on each call of search (measured: 30 more arrays cost 14% of the nodes per second).
 I_NET = 16
 I_TTE = 17
 I_ROOT_MOVES = 18
@@ -60,11 +62,10 @@ I_EVALS = 19
 I_QUIETS = 20
 I_LMR = 21
 I_KF = 22          # C kernel functions (placeholders with the same types on the Numba path)
-# The small net of a Stockfish 17.1 pair (ctl[C_PAIR] = 1): its arrays, stack acc/psqt, refresh cache and
-# scratch packed in one buffer (nnue.netblob), and its stack's computed flags (uint8[STACK, 2]; the move
-# record dirty/ndirty is I_NN's). With one net: a dummy buffer and flags of the same types, so one compiled
-# search serves every net.
-I_SMALL_BLOB = 23
+# The small net of a Stockfish 17.1 pair (ctl[C_PAIR] = 1): its directory like I_NET's, and its stack's
+# computed flags (uint8[STACK, 2]; the move record dirty/ndirty is I_NN's). With one net: an unused directory
+# and flags of the same types, so one compiled search serves every net.
+I_SMALL_NET = 23
 I_SMALL_COMPUTED = 24
 S_SIZE = 25        # slots in S (slot 0 is the table array T)
 
@@ -318,18 +319,18 @@ def static_eval(S, ply, bb, board, st, optimism):
         pieces, simple, mat = material_17_bb(bb, side)
         bucket = bucket_of(pieces)
         if abs(simple) > SMALLNET_THRESHOLD:
-            s_net, s_cnet, s_acc, s_psqt, s_cache, s_scratch = unpack_net(S[I_SMALL_BLOB])
+            s_net, s_cnet, s_acc, s_psqt, s_cache, s_scratch = unpack_net(S[I_SMALL_NET])
             nn = S[I_NN]
             s_nn = (s_acc, s_psqt, S[I_SMALL_COMPUTED], nn[3], nn[4])
             p, q = _net_output(use_c, kf, s_net, s_cnet, s_cache, s_nn, s_scratch, ply, board, st, side, bucket)
             p16, q16, nnue = nnue_17(p, q)
             if abs(nnue) >= REEVAL_THRESHOLD:
                 return final_eval_17(nnue, p16, q16, mat, rule50, optimism)
-        net, cnet, _, _, cache, scratch = unpack_directory(S[I_NET])
+        net, cnet, _, _, cache, scratch = unpack_net(S[I_NET])
         p, q = _net_output(use_c, kf, net, cnet, cache, S[I_NN], scratch, ply, board, st, side, bucket)
         p16, q16, nnue = nnue_17(p, q)
         return final_eval_17(nnue, p16, q16, mat, rule50, optimism)
-    net, cnet, _, _, cache, scratch = unpack_directory(S[I_NET])
+    net, cnet, _, _, cache, scratch = unpack_net(S[I_NET])
     bucket = bucket_of(popcount(bb[0] | bb[8]))
     p, q = _net_output(use_c, kf, net, cnet, cache, S[I_NN], scratch, ply, board, st, side, bucket)
     return finish_bb(net, p, q, bb, side, rule50, optimism)

@@ -16,7 +16,7 @@ from engine.search import (C_MAX_NODES, C_N_ROOT, C_NODES, C_PAIR, C_ROOT_INDEX,
                            C_USE_C, CTL_SIZE, I_NN, I_SMALL_COMPUTED, INF, MATE, MATE_IN_MAX, MAX_PLY, STACK,
                            search_root, tt_hashfull)
 from engine.tables import tables
-from nnue import ckernel, netblob
+from nnue import ckernel, netdir
 from nnue.inference import make_scratch
 
 HISTORY_KEYS = 1024
@@ -140,15 +140,16 @@ class Searcher:
         use_c = self.kernel.is_c
         kf = self.kernel.funcs if use_c else ckernel.placeholder_funcs()
         arrays, cnet, stack, scratch, cache = self._net_slots(self.net, use_c)
-        # S holds only the directory (addresses) of these: keep the arrays themselves alive here.
-        self._net_parts = (arrays, cnet, stack, scratch, cache)
-        net_directory = netblob.directory(arrays, cnet, stack[0], stack[1], cache, scratch)
-        # The small net of a pair in one buffer (see nnue.netblob), a dummy one otherwise; its computed
-        # flags have every ply either way (the make-move code clears them unconditionally).
-        small_blob = netblob.dummy()
+        # S holds only directories (addresses) of the nets' arrays: keep the arrays themselves alive here.
+        self._net_parts = [(arrays, cnet, stack, scratch, cache)]
+        net_directory = netdir.directory(arrays, cnet, stack[0], stack[1], cache, scratch)
+        # The small net of a pair, an unused directory otherwise; its computed flags have every ply either
+        # way (the make-move code clears them unconditionally).
+        small_directory = netdir.unused()
         if self.small_net is not None:
             s_arrays, s_cnet, s_stack, s_scratch, s_cache = self._net_slots(self.small_net, use_c)
-            small_blob = netblob.pack(s_arrays, s_cnet, s_stack[0], s_stack[1], s_cache, s_scratch)
+            self._net_parts.append((s_arrays, s_cnet, s_stack, s_scratch, s_cache))
+            small_directory = netdir.directory(s_arrays, s_cnet, s_stack[0], s_stack[1], s_cache, s_scratch)
         self.ctl[C_USE_C] = 1 if use_c else 0
         self.ctl[C_PAIR] = 1 if self.small_net is not None else 0
         self.S = (self.T, self.bbs, self.boards, self.sts,
@@ -157,7 +158,7 @@ class Searcher:
                   np.zeros(STACK, dtype=np.int32), self.pv, self.ctl, stack, net_directory,
                   np.zeros((STACK, 5), dtype=np.int64), self.root_moves,
                   np.zeros(STACK, dtype=np.int64), np.zeros((STACK, 64), dtype=np.int32), lmr_table(),
-                  kf, small_blob, np.zeros((STACK, 2), dtype=np.uint8))
+                  kf, small_directory, np.zeros((STACK, 2), dtype=np.uint8))
 
     def set_kernel(self, mode):
         """Choose the evaluation path (auto, c or numba); returns the Kernel now live."""

@@ -1,10 +1,10 @@
-"""nnue.netblob: one net's search-time arrays as one array of the search tuple, packed (a copy) or as a
-directory of addresses (no copy); both read back as the same tuple of views."""
+"""nnue.netdir: one net's search-time arrays as one directory of addresses in the search tuple, read back as
+views of the very same arrays."""
 import numpy as np
 import pytest
 from numba import literal_unroll, njit
 
-from nnue import ckernel, netblob
+from nnue import ckernel, netdir
 from nnue.inference import make_scratch
 
 
@@ -29,7 +29,7 @@ def _summary(views):
     net, cnet, acc, psqt, cache, scratch = views
     flat = net + (cnet.ft_bias, cnet.ft_weights, cnet.ft_psqt, cnet.b0, cnet.w0g, cnet.b1, cnet.w1g, cnet.b2,
                   cnet.w2, cnet.params) + (acc, psqt) + cache + scratch
-    out = np.zeros((netblob.N_ENTRIES, 3), np.int64)
+    out = np.zeros((netdir.N_ENTRIES, 3), np.int64)
     k = 0
     for v in literal_unroll(flat):
         out[k, 0] = v.ctypes.data
@@ -45,40 +45,24 @@ def _summary(views):
 
 @njit
 def _from_directory(d):
-    return _summary(netblob.unpack_directory(d))
-
-
-@njit
-def _from_blob(blob):
-    return _summary(netblob.unpack(blob))
+    return _summary(netdir.unpack(d))
 
 
 def test_directory_views_are_the_arrays_themselves(nnue17_pair):
     parts = _parts(nnue17_pair.small)
     items = _flat(parts)
     sums = [int(a.astype(np.int64).sum()) for a in items]
-    got = _from_directory(netblob.directory(*parts))
+    got = _from_directory(netdir.directory(*parts))
     for k, a in enumerate(items):
         assert got[k, 0] == a.ctypes.data and got[k, 1] == a.size and got[k, 2] == sums[k], k
     assert parts[2][1, 1, 3] == 1234          # a write through the view reaches the original
 
 
-def test_packed_views_are_equal_copies(nnue17_pair):
-    parts = _parts(nnue17_pair.small)
-    items = _flat(parts)
-    blob = netblob.pack(*parts)
-    got = _from_blob(blob)
-    for k, a in enumerate(items):
-        assert got[k, 1] == a.size and got[k, 2] == int(a.astype(np.int64).sum()), k
-        assert got[k, 0] != a.ctypes.data, k
-    assert parts[2][1, 1, 3] != 1234          # a copy: the original is untouched
-
-
 def test_directory_refuses_wrong_arrays(nnue17_pair):
     arrays, cnet, acc, psqt, cache, scratch = _parts(nnue17_pair.small)
     with pytest.raises(ValueError, match="entry 21"):
-        netblob.directory(arrays, cnet, acc.astype(np.int32), psqt, cache, scratch)
+        netdir.directory(arrays, cnet, acc.astype(np.int32), psqt, cache, scratch)
     with pytest.raises(ValueError, match="C-contiguous"):
-        netblob.directory(arrays, cnet, acc[:, :, ::2], psqt, cache, scratch)
+        netdir.directory(arrays, cnet, acc[:, :, ::2], psqt, cache, scratch)
     with pytest.raises(ValueError, match="arrays, expected"):
-        netblob.directory(arrays[:-1], cnet, acc, psqt, cache, scratch)
+        netdir.directory(arrays[:-1], cnet, acc, psqt, cache, scratch)
