@@ -7,6 +7,7 @@ Stockfish 17.1: ``nnue17_dir`` makes the two synthetic 17.1 nets once (cached in
 """
 
 import pytest
+from tests.shared import TOOLS
 
 
 @pytest.fixture(scope="session")
@@ -24,10 +25,10 @@ def nnue_arrays(nnue_net):
     return nnue_net.arrays()
 
 
-# Stockfish 17.1 format: the two synthetic nets of /work/shared/tools/synthetic_nets.py (about 80 MB, made from
+# Stockfish 17.1 format: the two synthetic nets of ../shared/tools/synthetic_nets.py (about 80 MB, made from
 # the 15.1 net), generated once into the git-ignored cache <repo>/.cache/nnue17/ and reused while their sha256
 # matches. $QUANTFISH_NNUE17_DIR overrides the cache directory.
-SYNTHETIC_TOOL = "/work/shared/tools/synthetic_nets.py"
+SYNTHETIC_TOOL = str(TOOLS / "synthetic_nets.py")
 SYNTHETIC_SHA256 = {
     "synthetic_big.nnue": "f4259ea4516a6792b36b61339d12a8ab9071c308accb7927aa39146df36c63a8",
     "synthetic_small.nnue": "1e9d8355738ce490c302ddd1cf1020b4888665ff7dd97dd71eac5ff96e395218",

@@ -20,9 +20,10 @@ from nnue import build_kernel, ckernel
 from nnue.accumulator import ensure_accumulator, make_stack, refresh, refresh_ply
 from nnue.inference import fc0_sparse, find_nnz, forward, forward_all, head, make_scratch, transform_half
 from nnue.netfile import B0, B1, B2, FT_BIAS, FT_PSQT, FT_WEIGHTS, P_FT_SHIFT, PARAMS, W0, W0T, W1, W2
+from tests.shared import NNUE_DATA, require
 
 REPO = Path(__file__).resolve().parent.parent
-TSV = Path("/work/shared/data/nnue/sf15.1_reference.tsv")
+TSV = NNUE_DATA / "sf15.1_reference.tsv"
 N_REF_ROWS = 300
 ALL_VARIANTS = ("scalar", "avx2", "avx512", "avx512vnni")
 I16_EXTREMES = np.array([-32768, -32767, -1000, -129, -128, -127, -1, 0, 1, 2, 63, 64, 126, 127, 128, 129,
@@ -325,9 +326,7 @@ def test_accumulator_refresh_and_update(kf, l1, big):
 # ------------------------------------------------------------------------------------------------------
 
 def _rows(n):
-    if not TSV.is_file():
-        pytest.fail(f"reference data {TSV} not found")
-    with open(TSV) as fh:
+    with open(require(TSV)) as fh:
         rows = list(csv.DictReader(fh, delimiter="\t"))
     return rows[:n]
 
@@ -517,10 +516,7 @@ def test_other_l1_widths_forward(kf, ft_shift):
 
 def test_sf17_reference_positions(kf, nnue17_pair):
     """Both synthetic 17.1 nets (L1 3072 and 128, FT shift 1): every bucket equals the 17.1 reference data."""
-    path = Path("/work/shared/data/nnue/sf17.1_reference.tsv")
-    if not path.is_file():
-        pytest.fail(f"reference data {path} not found")
-    with open(path) as fh:
+    with open(require(NNUE_DATA / "sf17.1_reference.tsv")) as fh:
         rows = list(csv.DictReader(fh, delimiter="\t"))[:N_REF_ROWS]
     bad = []
     for name, net in (("big", nnue17_pair.big), ("small", nnue17_pair.small)):

@@ -9,8 +9,9 @@ from engine.epd import read_perft_suite
 from engine.fen import parse_fen
 from engine.position import ST_CASTLE, ST_EP, ST_FULLMOVE, ST_KEY, ST_KSQ, ST_RULE50, ST_SIDE
 from engine.notation import legal_moves, move_to_uci, parse_uci_move, push
+from tests.shared import PERFT_DATA
 
-DATA = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data", "perft")
+DATA = str(PERFT_DATA)
 
 
 def _suite_fens():

@@ -3,21 +3,19 @@ the human output, --optimism, batch mode, and clear errors for wrong pairs."""
 
 import csv
 import json
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from uci.eval_command import eval_command, to_cp, wdl_a
+from tests.shared import NNUE_DATA, require
 
-TSV = Path("/work/shared/data/nnue/sf17.1_reference.tsv")
+TSV = NNUE_DATA / "sf17.1_reference.tsv"
 
 
 @pytest.fixture(scope="module")
 def rows():
-    if not TSV.exists():
-        pytest.skip("reference data not available")
-    with open(TSV) as fh:
+    with open(require(TSV)) as fh:
         rows = list(csv.DictReader(fh, delimiter="\t"))
     picked = rows[::len(rows) // 8][:8]
     picked += [next(r for r in rows if r["reeval_big"] == "1"), next(r for r in rows if r["used_net"] == "small")]

@@ -7,7 +7,6 @@ it). The layer dumps check accumulators (doubled, as Stockfish holds them), tran
 """
 
 import csv
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -22,17 +21,17 @@ from nnue.evaluate import (
 from nnue.inference import fc0_dense, fc0_sparse, head, make_scratch, transform
 from nnue.intmath import tdiv
 from nnue.netfile import B0, B1, B2, W0, W0T, W1, W2
+from tests.layerdump import parse_layers_line
+from tests.shared import NNUE_DATA, require
 
-DATA = Path("/work/shared/data/nnue")
+DATA = NNUE_DATA
 TSV = DATA / "sf17.1_reference.tsv"
 LAYERS = DATA / "sf17.1_layers.txt"
 
 
 @pytest.fixture(scope="module")
 def rows():
-    if not TSV.exists():
-        pytest.skip("reference data not available")
-    with open(TSV) as fh:
+    with open(require(TSV)) as fh:
         return list(csv.DictReader(fh, delimiter="\t"))
 
 
@@ -157,7 +156,7 @@ def test_final_formula_against_model():
 def _parse_layers():
     out = []
     cur = net = None
-    with open(LAYERS) as fh:
+    with open(require(LAYERS)) as fh:
         for line in fh:
             parts = line.split()
             if not parts or parts[0].startswith("#"):
@@ -168,20 +167,13 @@ def _parse_layers():
             elif parts[0] in ("[big]", "[small]"):
                 net = cur[parts[0][1:-1]]
             elif parts[0] == "layers":
-                d, key = {}, None
-                for tok in parts[2:]:
-                    if tok.lstrip("-").isdigit():
-                        d[key].append(int(tok))
-                    else:
-                        key = tok
-                        d[key] = []
-                net["layers"][int(parts[1])] = d
+                b, d = parse_layers_line(parts)
+                net["layers"][b] = d
             elif parts[0] in ("acc2_white", "acc2_black", "psqtacc_white", "psqtacc_black", "transformed"):
                 net[parts[0]] = [int(t) for t in parts[1:]]
     return out
 
 
-@pytest.mark.skipif(not LAYERS.exists(), reason="layer dump not available")
 def test_layer_dumps(nnue17_pair):
     """Doubled accumulators, transformed input and every layer of every bucket of both nets (72 positions);
     fc_1 ignores its padding inputs even when the work buffer holds garbage there."""

@@ -11,16 +11,15 @@ import pytest
 from click.testing import CliRunner
 
 from uci.eval_command import eval_command
+from tests.shared import NNUE_DATA, require
 
-TSV = Path("/work/shared/data/nnue/sf15.1_reference.tsv")
+TSV = NNUE_DATA / "sf15.1_reference.tsv"
 REPO = Path(__file__).resolve().parent.parent
 STOCKFISH = "/usr/games/stockfish"
 
 
 def _rows(n):
-    if not TSV.exists():
-        pytest.skip("reference data not available")
-    with open(TSV) as fh:
+    with open(require(TSV)) as fh:
         rows = list(csv.DictReader(fh, delimiter="\t"))
     return rows[::len(rows) // n][:n]
 

@@ -1,27 +1,26 @@
 """Every integer of Stockfish 15.1's reference data, reproduced exactly (docs/nnue-sf15.1.md)."""
 
 import csv
-from pathlib import Path
 
 import numpy as np
-import pytest
 
 from engine.fen import parse_fen
 from nnue.accumulator import make_stack, refresh_ply
 from nnue.evaluate import eval_report, final_eval, nnue_adjusted, nnue_complexity, PSQ_EG_NONE
-from nnue.inference import fc0_dense, fc0_sparse, find_nnz, head, make_scratch, transform
+from nnue.inference import fc0_dense, fc0_sparse, head, make_scratch, transform
 from nnue.intmath import tdiv, wrap32
 from nnue.netfile import B0, B1, B2, W0, W0T, W1, W2
+from tests.layerdump import parse_layers_line
+from tests.shared import NNUE_DATA, require
 
-DATA = Path("/work/shared/data/nnue")
+DATA = NNUE_DATA
 TSV = DATA / "sf15.1_reference.tsv"
 LAYERS = DATA / "sf15.1_layers.txt"
 
-pytestmark = pytest.mark.skipif(not TSV.exists(), reason="reference data not available")
 
 
 def _rows():
-    with open(TSV) as fh:
+    with open(require(TSV)) as fh:
         return list(csv.DictReader(fh, delimiter="\t"))
 
 
@@ -66,7 +65,7 @@ def _parse_layers():
     """Positions of sf15.1_layers.txt as dicts of int lists."""
     out = []
     cur = None
-    with open(LAYERS) as fh:
+    with open(require(LAYERS)) as fh:
         for line in fh:
             if line.startswith("#"):
                 continue
@@ -77,21 +76,13 @@ def _parse_layers():
                 cur = {"fen": " ".join(parts[1:]), "layers": {}}
                 out.append(cur)
             elif parts[0] == "layers":
-                b = int(parts[1])
-                d, key = {}, None
-                for tok in parts[2:]:
-                    if tok.lstrip("-").isdigit():
-                        d[key].append(int(tok))
-                    else:
-                        key = tok
-                        d[key] = []
+                b, d = parse_layers_line(parts)
                 cur["layers"][b] = d
             elif parts[0] in ("acc_white", "acc_black", "psqtacc_white", "psqtacc_black", "transformed"):
                 cur[parts[0]] = [int(t) for t in parts[1:]]
     return out
 
 
-@pytest.mark.skipif(not LAYERS.exists(), reason="layer dump not available")
 def test_layer_dumps(nnue_arrays):
     """Accumulators, transformed input and every layer of every bucket, for the 64 dumped positions;
     also checks the sparse fc_0 against the dense one."""

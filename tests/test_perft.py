@@ -10,8 +10,9 @@ from engine.epd import read_perft_suite
 from engine.fen import parse_fen
 from engine.perft import perft
 from engine.tables import tables
+from tests.shared import PERFT_DATA
 
-DATA = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data", "perft")
+DATA = str(PERFT_DATA)
 SUITES = ["perftsuite_standard_128.epd", "perft_special_cases.epd", "chess960_fischer_960.epd",
           "cpw_perft_positions.epd"]
 LIMIT = 2_000_000

@@ -5,8 +5,9 @@ import pytest
 
 from engine.fen import parse_fen
 from engine.searcher import Limits, Searcher, score_to_uci
+from tests.shared import SHARED
 
-DATA = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data")
+DATA = str(SHARED / "data")
 
 
 @pytest.fixture(scope="module")
