@@ -12,6 +12,7 @@ it returns.
 the table's bucket as soon as the key of the next position is known, and so do we.
 """
 from llvmlite import ir
+from llvmlite.binding import llvm_version_info
 from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
@@ -39,6 +40,10 @@ def borrowed(typingctx, value):
     return value(value), codegen
 
 
+# The intrinsic's name carries its pointer type: "p0" since LLVM 15's opaque pointers, "p0i8" before.
+_PREFETCH = "llvm.prefetch.p0" if llvm_version_info[0] >= 15 else "llvm.prefetch.p0i8"
+
+
 @intrinsic
 def prefetch(typingctx, arr, index):
     """Asks the CPU to start loading the cache line of ``arr[index]`` (1-d array, index in range)."""
@@ -53,7 +58,7 @@ def prefetch(typingctx, arr, index):
         i8p = ir.IntType(8).as_pointer()
         i32 = ir.IntType(32)
         fnty = ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32])
-        fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0")
+        fn = cgutils.get_or_insert_function(builder.module, fnty, _PREFETCH)
         # read access, high temporal locality, data cache
         builder.call(fn, [builder.bitcast(ptr, i8p), i32(0), i32(3), i32(1)])
         return context.get_dummy_value()
