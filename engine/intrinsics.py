@@ -4,9 +4,11 @@
 atomic instruction each time the array is passed to a function that is not inlined. The recursive search
 passes a tuple of about sixty arrays at every node, so measured with ``perf`` those atomics took more than
 half of the search's time. ``borrowed`` gives the same arrays with no owner (a null meminfo, as
-``numba.carray`` views have), which Numba's reference counting skips. The caller must keep the originals
-alive while the views are in use: the search makes them at the root of each iteration and drops them when
-it returns.
+``numba.carray`` views have), which Numba's reference counting skips. The search functions are also compiled
+without reference counting (see ``engine.search``); the views still matter for any callee that was compiled
+with it for another caller first (one compiled version serves every caller). The caller must keep the
+originals alive while the views are in use: the search makes them at the root of each iteration and drops
+them when it returns.
 
 ``prefetch``: the transposition-table probe is the search's most frequent cache miss; Stockfish prefetches
 the table's bucket as soon as the key of the next position is known, and so do we.

@@ -67,7 +67,7 @@ from numba import njit
 from nnue import build_kernel, netfile
 from nnue.accumulator import nearest_computed as _nearest_computed
 from nnue.accumulator import update
-from nnue.features import king_bucket_offset, king_square, orient, piece_plane
+from nnue.features import active_features, king_bucket_offset, king_square, orient, piece_plane
 from nnue.intmath import tdiv
 from nnue.netfile import B0, B1, B2, FT_BIAS, FT_PSQT, FT_WEIGHTS, W0, W1, W2
 
@@ -399,14 +399,7 @@ def forward_all_c(kf, cnet, acc, psqt, ply, side, psqt_out, pos_out, scratch):
 def refresh_c(kf, cnet, board, persp, ksq, acc_out, psqt_out, scratch):
     """One perspective's accumulator from scratch for mailbox ``board`` (``accumulator.refresh``)."""
     feats = scratch[2]
-    o = orient(persp, ksq)
-    kb = king_bucket_offset(persp, ksq)
-    n = 0
-    for sq in range(64):
-        pc = board[sq]
-        if pc != 0:
-            feats[n] = (sq ^ o) + piece_plane(persp, pc) + kb
-            n += 1
+    n = active_features(persp, ksq, board, feats)
     kf.acc_refresh(cnet.ft_bias.ctypes, cnet.ft_weights.ctypes, cnet.ft_psqt.ctypes, acc_out.shape[0],
                    psqt_out.shape[0], feats.ctypes, n, acc_out.ctypes, psqt_out.ctypes)
 
