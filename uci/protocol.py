@@ -166,6 +166,11 @@ class UciEngine:
 
     def start_loading(self):
         if self._loader is None:
+            # Initialise both packages here, before the loader thread imports their modules: their
+            # __init__ (the Numba cache check) imported from two threads at once (the loader, and a
+            # command such as setoption EvalFile) can end in Python's import _DeadlockError.
+            import engine  # noqa: F401
+            import nnue  # noqa: F401
             self._loader = threading.Thread(target=self._load, daemon=True)
             self._loader.start()
 
