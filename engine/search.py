@@ -1,7 +1,7 @@
 """Alpha-beta search, compiled: PVS with a transposition table, quiescence, pruning and reductions.
 
-Everything the search touches is an array in the tuple ``S`` built by ``engine.searcher``; the
-index names below say what each slot is. The Python driver runs one iteration of iterative
+Everything the search touches is a field of ``S``, an ``engine.state.SearchState`` built by
+``engine.searcher``, and its counters and flags are the ``Control`` record ``S.ctl[0]``. The Python driver runs one iteration of iterative
 deepening at a time (``search_root``) and keeps the clock; the compiled code only polls the
 stop flag in ``ctl``.
 
@@ -21,68 +21,26 @@ from engine.bitops import U0, bit, lsb, pop_lsb
 from engine.intrinsics import borrowed, prefetch
 from engine.movegen import checkers, generate_legal, generate_tactical
 from engine.movegen import gives_check as gives_check_move
-from engine.position import (MOVE_CASTLE, MOVE_EP, ST_KEY, ST_KSQ, ST_PLY_FROM_NULL, ST_RULE50, ST_SIDE,
+from engine.position import (MOVE_CASTLE, MOVE_EP, MOVE_NULL, ST_KEY, ST_KSQ, ST_PLY_FROM_NULL, ST_RULE50, ST_SIDE,
                              make_move, make_null_move)
 from engine.bitops import popcount
 from nnue.ckernel import ensure_accumulator_cached, ensure_accumulator_cached_c, forward_c
 from nnue.evaluate import REEVAL_THRESHOLD, SMALLNET_THRESHOLD, final_eval_17, finish_bb, material_17_bb, nnue_17
 from nnue.inference import bucket_of, forward
 from nnue.netdir import unpack as unpack_net
+from engine.state import MAX_PLY, STACK  # noqa: F401  (STACK: re-exported for the driver)
 
-MAX_PLY = 120
-STACK = MAX_PLY + 8
 INF = 32001
 MATE = 32000
 MATE_IN_MAX = MATE - 2 * MAX_PLY
 VALUE_NONE = 32002
 
-# Slots of the search tuple S (see engine.searcher.Searcher._build).
-I_BBS = 1
-I_BOARDS = 2
-I_STS = 3
-I_MOVES = 4
-I_SCORES = 5
-I_KEYS = 6
-I_TT = 7           # transposition table (see tt_probe)
-I_PV_LEN = 8
-I_KILLERS = 9
-I_HISTORY = 10
-I_COUNTERS = 11
-I_CUR_MOVE = 12
-I_PV = 13
-I_CTL = 14
-I_NN = 15          # the net's accumulator stack (acc, psqt, computed, dirty, ndirty)
-# The net (or the big net of a pair): an nnue.netdir directory of its arrays, kernel layout, stack acc/psqt,
-# refresh cache and scratch, read back with nnue.netdir.unpack. One array instead of some 30: every array in
-# S is passed on each call of search (measured: 30 more arrays cost 14% of the nodes per second).
-I_NET = 16
-I_TTE = 17
-I_ROOT_MOVES = 18
-I_EVALS = 19
-I_QUIETS = 20
-I_LMR = 21
-I_KF = 22          # C kernel functions (placeholders with the same types on the Numba path)
-# The small net of a Stockfish 17.1 pair (ctl[C_PAIR] = 1): its directory like I_NET's, and its stack's
-# computed flags (uint8[STACK, 2]; the move record dirty/ndirty is I_NN's). With one net: an unused directory
-# and flags of the same types, so one compiled search serves every net.
-I_SMALL_NET = 23
-I_SMALL_COMPUTED = 24
-S_SIZE = 25        # slots in S (slot 0 is the table array T)
 
-# Slots of the control array ctl (int64).
-C_NODES = 0
-C_STOP = 1
-C_SELDEPTH = 2
-C_MAX_NODES = 3
-C_ROOT_INDEX = 4     # index in the key history of the root position
-C_TT_GEN = 5
-C_ROOT_DEPTH = 6
-C_N_ROOT = 7         # number of allowed root moves in root_moves
-C_OPTIMISM_W = 8
-C_OPTIMISM_B = 9
-C_USE_C = 10         # 1: the C kernel evaluates, 0: the Numba path
-C_PAIR = 11          # 1: a Stockfish 17.1 pair (big net in I_NET..., small net in I_*_SMALL), 0: one net
-CTL_SIZE = 16
+@njit(cache=True, nogil=True, inline="always")
+def _optimism(ctl, side):
+    """The side to move's optimism (``ctl`` is the search's Control record)."""
+    return ctl.optimism_w if side == 0 else ctl.optimism_b
+
 
 # Transposition table: one int64 array of buckets of two entries, each entry (key, packed data), so a
 # bucket is 32 bytes and one probe touches one cache line (the array is 64-byte aligned).
@@ -305,34 +263,34 @@ def _net_output(use_c, kf, net, cnet, cache, nn, scratch, ply, board, st, side, 
 def static_eval(S, ply, bb, board, st, optimism):
     """NNUE evaluation of the position at ``ply`` (side to move's view), by the C kernel or Numba.
 
-    One net: the formula of its generation (``nnue.evaluate.finish``). A 17.1 pair (ctl[C_PAIR]):
+    One net: the formula of its generation (``nnue.evaluate.finish``). A 17.1 pair (ctl.pair):
     ``nnue.evaluate.evaluate_pair``'s decisions and arithmetic (small net when |simple_eval| is large,
     the big net otherwise or when the small net's result is small), here with the refresh caches and
     either evaluation path; only the net(s) evaluated have their accumulators brought up to date.
     """
-    ctl = S[I_CTL]
-    use_c = ctl[C_USE_C] != 0
-    kf = S[I_KF]
+    ctl = S.ctl[0]
+    use_c = ctl.use_c != 0
+    kf = S.kf
     side = st[ST_SIDE]
     rule50 = st[ST_RULE50]
-    if ctl[C_PAIR]:
+    if ctl.pair:
         pieces, simple, mat = material_17_bb(bb, side)
         bucket = bucket_of(pieces)
         if abs(simple) > SMALLNET_THRESHOLD:
-            s_net, s_cnet, s_acc, s_psqt, s_cache, s_scratch = unpack_net(S[I_SMALL_NET])
-            nn = S[I_NN]
-            s_nn = (s_acc, s_psqt, S[I_SMALL_COMPUTED], nn[3], nn[4])
+            s_net, s_cnet, s_acc, s_psqt, s_cache, s_scratch = unpack_net(S.small_net)
+            nn = S.nn
+            s_nn = (s_acc, s_psqt, S.small_computed, nn[3], nn[4])
             p, q = _net_output(use_c, kf, s_net, s_cnet, s_cache, s_nn, s_scratch, ply, board, st, side, bucket)
             p16, q16, nnue = nnue_17(p, q)
             if abs(nnue) >= REEVAL_THRESHOLD:
                 return final_eval_17(nnue, p16, q16, mat, rule50, optimism)
-        net, cnet, _, _, cache, scratch = unpack_net(S[I_NET])
-        p, q = _net_output(use_c, kf, net, cnet, cache, S[I_NN], scratch, ply, board, st, side, bucket)
+        net, cnet, _, _, cache, scratch = unpack_net(S.net)
+        p, q = _net_output(use_c, kf, net, cnet, cache, S.nn, scratch, ply, board, st, side, bucket)
         p16, q16, nnue = nnue_17(p, q)
         return final_eval_17(nnue, p16, q16, mat, rule50, optimism)
-    net, cnet, _, _, cache, scratch = unpack_net(S[I_NET])
+    net, cnet, _, _, cache, scratch = unpack_net(S.net)
     bucket = bucket_of(popcount(bb[0] | bb[8]))
-    p, q = _net_output(use_c, kf, net, cnet, cache, S[I_NN], scratch, ply, board, st, side, bucket)
+    p, q = _net_output(use_c, kf, net, cnet, cache, S.nn, scratch, ply, board, st, side, bucket)
     return finish_bb(net, p, q, bb, side, rule50, optimism)
 
 
@@ -342,13 +300,13 @@ def static_eval(S, ply, bb, board, st, optimism):
 
 @njit(cache=True, nogil=True, _nrt=False)
 def _score_moves(T, S, ply, n, tt_move, bb, board, side, prev_move):
-    moves = S[I_MOVES][ply]
-    scores = S[I_SCORES][ply]
-    killers = S[I_KILLERS]
-    history = S[I_HISTORY]
-    counters = S[I_COUNTERS]
+    moves = S.moves[ply]
+    scores = S.scores[ply]
+    killers = S.killers
+    history = S.history
+    counters = S.counters
     counter = 0
-    if prev_move != 0 and prev_move != 65:
+    if prev_move != 0 and prev_move != MOVE_NULL:
         pto = (prev_move >> 6) & 63
         counter = counters[board[pto] * 64 + pto]
     for i in range(n):
@@ -423,57 +381,131 @@ def _update_history(history, side, m, bonus):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _do_move(T, S, ply, m):
-    bbs, boards, sts = S[I_BBS], S[I_BOARDS], S[I_STS]
-    nn = S[I_NN]
-    dirty, ndirty, computed = nn[3], nn[4], nn[2]
-    nd = make_move(T, bbs[ply], boards[ply], sts[ply], bbs[ply + 1], boards[ply + 1], sts[ply + 1], m,
-                   dirty[ply + 1])
-    ndirty[ply + 1] = nd
-    computed[ply + 1, 0] = 0
-    computed[ply + 1, 1] = 0
-    computed_small = S[I_SMALL_COMPUTED]
-    computed_small[ply + 1, 0] = 0
-    computed_small[ply + 1, 1] = 0
-    ctl = S[I_CTL]
-    key = sts[ply + 1][ST_KEY]
-    tt = S[I_TT]
+def _enter_child(S, ply, m, nd):
+    """Bookkeeping of a move (``MOVE_NULL`` for a null move) made from ``ply``: the child's accumulators of both
+    nets are not computed yet (``nd`` pieces changed), its TT bucket is fetched early, its key joins the
+    repetition history."""
+    nn = S.nn
+    nn[4][ply + 1] = nd
+    nn[2][ply + 1, 0] = 0
+    nn[2][ply + 1, 1] = 0
+    S.small_computed[ply + 1, 0] = 0
+    S.small_computed[ply + 1, 1] = 0
+    key = S.sts[ply + 1][ST_KEY]
+    tt = S.tt
     prefetch(tt, tt_bucket(tt, key))
-    S[I_KEYS][ctl[C_ROOT_INDEX] + ply + 1] = np.uint64(key)
-    S[I_CUR_MOVE][ply] = m
+    S.keys[S.ctl[0].root_index + ply + 1] = np.uint64(key)
+    S.cur_move[ply] = m
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _do_move(T, S, ply, m):
+    bbs, boards, sts = S.bbs, S.boards, S.sts
+    nd = make_move(T, bbs[ply], boards[ply], sts[ply], bbs[ply + 1], boards[ply + 1], sts[ply + 1], m,
+                   S.nn[3][ply + 1])
+    _enter_child(S, ply, m, nd)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _do_null_move(T, S, ply):
+    bbs, boards, sts = S.bbs, S.boards, S.sts
+    make_null_move(T, bbs[ply], boards[ply], sts[ply], bbs[ply + 1], boards[ply + 1], sts[ply + 1])
+    _enter_child(S, ply, MOVE_NULL, 0)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _null_move_allowed(bb, side, depth, ev, beta, prev_move):
+    """Null move only at depth >= 3 above beta, not twice in a row, and not without pieces (zugzwang)."""
+    c = side * 8
+    return (depth >= 3 and ev >= beta and prev_move != MOVE_NULL
+            and (bb[c + 2] | bb[c + 3] | bb[c + 4] | bb[c + 5]) != U0 and beta > -MATE_IN_MAX)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _null_move_reduction(depth, ev, beta):
+    return 3 + depth // 3 + min((ev - beta) // 200, 3)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _reduction(lmr, depth, move_count, pv_node, improving, cut_node, gives_check, quiet, score):
+    """Late-move reduction of a move with ordering ``score``: the table's, less for PV nodes, checks,
+    killers/counter-moves and good history, more when not improving and at expected cut nodes."""
+    r = lmr[min(depth, 63), min(move_count, 63)]
+    if pv_node:
+        r -= 1
+    if not improving:
+        r += 1
+    if cut_node == 1:
+        r += 1
+    if gives_check:
+        r -= 1
+    if quiet:
+        if score >= (1 << 27):
+            r -= 1
+        else:
+            r -= score // 6000
+    return r
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _update_pv(pv, pv_len, ply, m):
+    """The PV of ``ply`` becomes ``m`` followed by the child's PV."""
+    pv[ply, ply] = m
+    for j in range(ply + 1, pv_len[ply + 1]):
+        pv[ply, j] = pv[ply + 1, j]
+    pv_len[ply] = max(pv_len[ply + 1], ply + 1)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _update_quiet_stats(S, ply, side, board, best_move, depth, prev_move, quiets, n_quiets):
+    """A quiet move caused a beta cutoff: history bonus for it and malus for the quiets tried before it,
+    killer and counter-move."""
+    history = S.history
+    killers = S.killers
+    bonus = min(16 * depth * depth + 32 * depth, 1600)
+    _update_history(history, side, best_move, bonus)
+    for j in range(n_quiets):
+        if quiets[j] != best_move:
+            _update_history(history, side, quiets[j], -bonus)
+    if killers[ply, 0] != best_move:
+        killers[ply, 1] = killers[ply, 0]
+        killers[ply, 0] = best_move
+    if prev_move != 0 and prev_move != MOVE_NULL:
+        pto = (prev_move >> 6) & 63
+        S.counters[board[pto] * 64 + pto] = best_move
 
 
 @njit(cache=True, nogil=True, inline="always")
 def _poll(ctl):
-    ctl[C_NODES] += 1
-    if (ctl[C_NODES] & 1023) == 0:
-        if ctl[C_MAX_NODES] > 0 and ctl[C_NODES] >= ctl[C_MAX_NODES]:
-            ctl[C_STOP] = 1
-    return ctl[C_STOP] != 0
+    ctl.nodes += 1
+    if (ctl.nodes & 1023) == 0:
+        if ctl.max_nodes > 0 and ctl.nodes >= ctl.max_nodes:
+            ctl.stop = 1
+    return ctl.stop != 0
 
 
 @njit(cache=True, nogil=True, _nrt=False)
 def qsearch(T, S, ply, alpha, beta):
-    ctl = S[I_CTL]
+    ctl = S.ctl[0]
     if _poll(ctl):
         return 0
-    bb, board, st = S[I_BBS][ply], S[I_BOARDS][ply], S[I_STS][ply]
-    pv_len = S[I_PV_LEN]
+    bb, board, st = S.bbs[ply], S.boards[ply], S.sts[ply]
+    pv_len = S.pv_len
     pv_len[ply] = ply
-    if ply > ctl[C_SELDEPTH]:
-        ctl[C_SELDEPTH] = ply
-    idx = ctl[C_ROOT_INDEX] + ply
-    if st[ST_RULE50] >= 100 or insufficient_material(bb) or is_repetition(S[I_KEYS], st, idx, ctl[C_ROOT_INDEX]):
+    if ply > ctl.seldepth:
+        ctl.seldepth = ply
+    idx = ctl.root_index + ply
+    if st[ST_RULE50] >= 100 or insufficient_material(bb) or is_repetition(S.keys, st, idx, ctl.root_index):
         return 0
     side = st[ST_SIDE]
     in_check = checkers(T, bb, st) != U0
     if ply >= MAX_PLY - 1:
-        return 0 if in_check else static_eval(S, ply, bb, board, st, ctl[C_OPTIMISM_W + side])
+        return 0 if in_check else static_eval(S, ply, bb, board, st, _optimism(ctl, side))
 
     key = st[ST_KEY]
-    tte = S[I_TTE][ply]
+    tte = S.tte[ply]
     tt_move = 0
-    if tt_probe(S[I_TT], key, tte):
+    if tt_probe(S.tt, key, tte):
         tt_move = tte[0]
         s = _score_from_tt(tte[1], ply)
         b = tte[4]
@@ -483,19 +515,19 @@ def qsearch(T, S, ply, alpha, beta):
 
     best = -INF
     if not in_check:
-        stand = static_eval(S, ply, bb, board, st, ctl[C_OPTIMISM_W + side])
+        stand = static_eval(S, ply, bb, board, st, _optimism(ctl, side))
         if stand >= beta:
             return stand
         if stand > alpha:
             alpha = stand
         best = stand
 
-    moves = S[I_MOVES][ply]
-    scores = S[I_SCORES][ply]
+    moves = S.moves[ply]
+    scores = S.scores[ply]
     k = generate_tactical(T, bb, board, st, moves)
     if k == 0 and in_check:
         return -MATE + ply
-    _score_moves(T, S, ply, k, tt_move, bb, board, side, S[I_CUR_MOVE][ply - 1] if ply > 0 else 0)
+    _score_moves(T, S, ply, k, tt_move, bb, board, side, S.cur_move[ply - 1] if ply > 0 else 0)
     best_move = 0
     for i in range(k):
         m = _pick(moves, scores, i, k)
@@ -503,7 +535,7 @@ def qsearch(T, S, ply, alpha, beta):
             break  # losing captures
         _do_move(T, S, ply, m)
         score = -qsearch(T, S, ply + 1, -beta, -alpha)
-        if ctl[C_STOP]:
+        if ctl.stop:
             return 0
         if score > best:
             best = score
@@ -515,36 +547,36 @@ def qsearch(T, S, ply, alpha, beta):
     if in_check and best == -INF:
         return -MATE + ply
     bound = BOUND_LOWER if best >= beta else BOUND_UPPER
-    tt_store(S[I_TT], key, best_move, _score_to_tt(best, ply), 0, 0, bound, ctl[C_TT_GEN])
+    tt_store(S.tt, key, best_move, _score_to_tt(best, ply), 0, 0, bound, ctl.tt_gen)
     return best
 
 
 @njit(cache=True, nogil=True, _nrt=False)
 def search(T, S, ply, depth, alpha, beta, cut_node):
     """Principal variation search; returns the score from the side to move's view."""
-    ctl = S[I_CTL]
+    ctl = S.ctl[0]
     pv_node = beta - alpha > 1
     if depth <= 0:
         return qsearch(T, S, ply, alpha, beta)
     if _poll(ctl):
         return 0
-    bb, board, st = S[I_BBS][ply], S[I_BOARDS][ply], S[I_STS][ply]
-    pv, pv_len = S[I_PV], S[I_PV_LEN]
+    bb, board, st = S.bbs[ply], S.boards[ply], S.sts[ply]
+    pv, pv_len = S.pv, S.pv_len
     pv_len[ply] = ply
-    if ply > ctl[C_SELDEPTH]:
-        ctl[C_SELDEPTH] = ply
+    if ply > ctl.seldepth:
+        ctl.seldepth = ply
     side = st[ST_SIDE]
     root = ply == 0
-    idx = ctl[C_ROOT_INDEX] + ply
+    idx = ctl.root_index + ply
     chk = checkers(T, bb, st)
     in_check = chk != U0
     if not root:
-        if insufficient_material(bb) or is_repetition(S[I_KEYS], st, idx, ctl[C_ROOT_INDEX]):
+        if insufficient_material(bb) or is_repetition(S.keys, st, idx, ctl.root_index):
             return 0
         if st[ST_RULE50] >= 100 and not in_check:
             return 0
         if ply >= MAX_PLY - 1:
-            return 0 if in_check else static_eval(S, ply, bb, board, st, ctl[C_OPTIMISM_W + side])
+            return 0 if in_check else static_eval(S, ply, bb, board, st, _optimism(ctl, side))
         # Mate distance pruning.
         alpha = max(alpha, -MATE + ply)
         beta = min(beta, MATE - ply - 1)
@@ -552,8 +584,8 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
             return alpha
 
     key = st[ST_KEY]
-    tte = S[I_TTE][ply]
-    tt_hit = tt_probe(S[I_TT], key, tte)
+    tte = S.tte[ply]
+    tt_hit = tt_probe(S.tt, key, tte)
     tt_move = 0
     tt_score = VALUE_NONE
     tt_depth = -99
@@ -569,18 +601,18 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
             if tt_bound == BOUND_EXACT or (tt_bound == BOUND_LOWER and tt_score >= beta) or \
                     (tt_bound == BOUND_UPPER and tt_score <= alpha):
                 if tt_move != 0 and tt_score >= beta and board[(tt_move >> 6) & 63] == 0:
-                    _update_history(S[I_HISTORY], side, tt_move, min(16 * depth * depth, 1200))
+                    _update_history(S.history, side, tt_move, min(16 * depth * depth, 1200))
                 return tt_score
-    if root and ctl[C_N_ROOT] > 0:
+    if root and ctl.n_root > 0:
         # A root move excluded by searchmoves or MultiPV must not come first.
         ok = False
-        for i in range(ctl[C_N_ROOT]):
-            if S[I_ROOT_MOVES][i] == tt_move:
+        for i in range(ctl.n_root):
+            if S.root_moves[i] == tt_move:
                 ok = True
         if not ok:
             tt_move = 0
 
-    evals = S[I_EVALS]
+    evals = S.evals
     if in_check:
         ev = -INF
         evals[ply] = VALUE_NONE
@@ -589,7 +621,7 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
         if tt_hit and tt_eval != VALUE_NONE and tt_eval != 0:
             ev = tt_eval
         else:
-            ev = static_eval(S, ply, bb, board, st, ctl[C_OPTIMISM_W + side])
+            ev = static_eval(S, ply, bb, board, st, _optimism(ctl, side))
         evals[ply] = ev
         # A TT score is a better estimate than the static eval when its bound allows.
         if tt_hit and tt_score != VALUE_NONE and abs(tt_score) < MATE_IN_MAX and \
@@ -597,30 +629,17 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
             ev = tt_score
         improving = ply >= 2 and evals[ply - 2] != VALUE_NONE and evals[ply] > evals[ply - 2]
 
-    prev_move = S[I_CUR_MOVE][ply - 1] if ply > 0 else 0
+    prev_move = S.cur_move[ply - 1] if ply > 0 else 0
     if not pv_node and not in_check:
         # Reverse futility: far above beta at shallow depth.
         if depth <= 8 and ev - 85 * (depth - (1 if improving else 0)) >= beta and ev < MATE_IN_MAX:
             return ev
         # Null move.
-        c = side * 8
-        if depth >= 3 and ev >= beta and prev_move != 65 and \
-                (bb[c + 2] | bb[c + 3] | bb[c + 4] | bb[c + 5]) != U0 and beta > -MATE_IN_MAX:
-            r = 3 + depth // 3 + min((ev - beta) // 200, 3)
-            bbs, boards, sts = S[I_BBS], S[I_BOARDS], S[I_STS]
-            make_null_move(T, bbs[ply], boards[ply], sts[ply], bbs[ply + 1], boards[ply + 1], sts[ply + 1])
-            nn = S[I_NN]
-            nn[4][ply + 1] = 0
-            nn[2][ply + 1, 0] = 0
-            nn[2][ply + 1, 1] = 0
-            S[I_SMALL_COMPUTED][ply + 1, 0] = 0
-            S[I_SMALL_COMPUTED][ply + 1, 1] = 0
-            null_key = sts[ply + 1][ST_KEY]
-            prefetch(S[I_TT], tt_bucket(S[I_TT], null_key))
-            S[I_KEYS][idx + 1] = np.uint64(null_key)
-            S[I_CUR_MOVE][ply] = 65
+        if _null_move_allowed(bb, side, depth, ev, beta, prev_move):
+            r = _null_move_reduction(depth, ev, beta)
+            _do_null_move(T, S, ply)
             score = -search(T, S, ply + 1, depth - r, -beta, -beta + 1, np.int64(1 - cut_node))
-            if ctl[C_STOP]:
+            if ctl.stop:
                 return 0
             if score >= beta:
                 if score >= MATE_IN_MAX:
@@ -631,30 +650,28 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
     if depth >= 6 and tt_move == 0 and (pv_node or cut_node == 1):
         depth -= 1
 
-    moves = S[I_MOVES][ply]
-    scores = S[I_SCORES][ply]
+    moves = S.moves[ply]
+    scores = S.scores[ply]
     n = generate_legal(T, bb, board, st, moves)
     if n == 0:
         return -MATE + ply if in_check else 0
-    if root and ctl[C_N_ROOT] > 0:
+    if root and ctl.n_root > 0:
         k = 0
         for i in range(n):
-            for j in range(ctl[C_N_ROOT]):
-                if S[I_ROOT_MOVES][j] == moves[i]:
+            for j in range(ctl.n_root):
+                if S.root_moves[j] == moves[i]:
                     moves[k] = moves[i]
                     k += 1
                     break
         n = k
     _score_moves(T, S, ply, n, tt_move, bb, board, side, prev_move)
 
-    killers = S[I_KILLERS]
-    history = S[I_HISTORY]
-    quiets = S[I_QUIETS][ply]
+    quiets = S.quiets[ply]
     n_quiets = 0
     best = -INF
     best_move = 0
     move_count = 0
-    lmr = S[I_LMR]
+    lmr = S.lmr
     lmp_limit = (3 + depth * depth) // (1 if improving else 2)
     i = -1
     while True:
@@ -688,23 +705,10 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
             elif depth <= 6 and not see_ge(T, bb, board, side, m, -110 * depth):
                 continue
         _do_move(T, S, ply, m)
-        ext = 1 if gives_check and ply < 2 * ctl[C_ROOT_DEPTH] else 0
+        ext = 1 if gives_check and ply < 2 * ctl.root_depth else 0
         new_depth = depth - 1 + ext
         if depth >= 3 and move_count > 1 + (1 if pv_node else 0) and (quiet or scores[i] < 0):
-            r = lmr[min(depth, 63), min(move_count, 63)]
-            if pv_node:
-                r -= 1
-            if not improving:
-                r += 1
-            if cut_node == 1:
-                r += 1
-            if gives_check:
-                r -= 1
-            if quiet:
-                if scores[i] >= (1 << 27):
-                    r -= 1
-                else:
-                    r -= scores[i] // 6000
+            r = _reduction(lmr, depth, move_count, pv_node, improving, cut_node, gives_check, quiet, scores[i])
             d = max(1, min(new_depth - r, new_depth))
             score = -search(T, S, ply + 1, d, -alpha - 1, -alpha, np.int64(1))
             if score > alpha and d < new_depth:
@@ -715,17 +719,14 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
             score = alpha + 1  # forces the full-window search below
         if pv_node and (move_count == 1 or (score > alpha and score < beta)):
             score = -search(T, S, ply + 1, new_depth, -beta, -alpha, np.int64(0))
-        if ctl[C_STOP]:
+        if ctl.stop:
             return 0
         if score > best:
             best = score
             if score > alpha:
                 best_move = m
                 if pv_node:
-                    pv[ply, ply] = m
-                    for j in range(ply + 1, pv_len[ply + 1]):
-                        pv[ply, j] = pv[ply + 1, j]
-                    pv_len[ply] = max(pv_len[ply + 1], ply + 1)
+                    _update_pv(pv, pv_len, ply, m)
                 if score >= beta:
                     break
                 alpha = score
@@ -740,29 +741,19 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
     if best_move != 0 and best >= beta:
         to = (best_move >> 6) & 63
         if board[to] == 0 and not (best_move & MOVE_EP) and ((best_move >> 12) & 7) == 0:
-            bonus = min(16 * depth * depth + 32 * depth, 1600)
-            _update_history(history, side, best_move, bonus)
-            for j in range(n_quiets):
-                if quiets[j] != best_move:
-                    _update_history(history, side, quiets[j], -bonus)
-            if killers[ply, 0] != best_move:
-                killers[ply, 1] = killers[ply, 0]
-                killers[ply, 0] = best_move
-            if prev_move != 0 and prev_move != 65:
-                pto = (prev_move >> 6) & 63
-                S[I_COUNTERS][board[pto] * 64 + pto] = best_move
+            _update_quiet_stats(S, ply, side, board, best_move, depth, prev_move, quiets, n_quiets)
     bound = BOUND_LOWER if best >= beta else (BOUND_EXACT if pv_node and best_move != 0 else BOUND_UPPER)
-    tt_store(S[I_TT], key, best_move, _score_to_tt(best, ply), evals[ply] if not in_check else 0,
-             depth, bound, ctl[C_TT_GEN])
+    tt_store(S.tt, key, best_move, _score_to_tt(best, ply), evals[ply] if not in_check else 0,
+             depth, bound, ctl.tt_gen)
     return best
 
 
 @njit(cache=True, nogil=True)
 def search_root(T, S, depth, alpha, beta):
     """One iteration at the root with window (alpha, beta); the PV is left in S's pv row 0."""
-    ctl = S[I_CTL]
-    ctl[C_ROOT_DEPTH] = depth
-    ctl[C_SELDEPTH] = 0
+    ctl = S.ctl[0]
+    ctl.root_depth = depth
+    ctl.seldepth = 0
     # The caller holds T and S for the whole call, so the tree below can use them without reference counts.
     return search(borrowed(T), borrowed(S), np.int64(0), np.int64(depth), np.int64(alpha), np.int64(beta),
                   np.int64(0))

@@ -3,7 +3,6 @@
 Each iteration is one call into compiled code (``search_root``) that releases the GIL, so the UCI
 thread stays responsive; a timer or the ``stop`` command sets the stop flag that the search polls.
 """
-import math
 import threading
 import time
 from dataclasses import dataclass, field
@@ -12,15 +11,13 @@ import numpy as np
 
 from engine.movegen import MAX_MOVES, generate_legal
 from engine.position import ST_KEY, ST_SIZE
-from engine.search import (C_MAX_NODES, C_N_ROOT, C_NODES, C_PAIR, C_ROOT_INDEX, C_SELDEPTH, C_STOP, C_TT_GEN,
-                           C_USE_C, CTL_SIZE, I_NN, I_SMALL_COMPUTED, INF, MATE, MATE_IN_MAX, MAX_PLY, STACK,
-                           search_root, tt_hashfull)
+from engine.search import INF, MATE, MATE_IN_MAX, search_root, tt_hashfull
+from engine.state import HISTORY_KEYS, MAX_PLY, STACK, new_control, new_state
 from engine.tables import tables
 from nnue import ckernel, netdir
+from nnue.evaluate import PAWN_VALUE_NORMALIZE
 from nnue.inference import make_scratch
 
-HISTORY_KEYS = 1024
-NORMALIZE_TO_PAWN = 361   # Stockfish 15.1: internal units per pawn in UCI output
 
 
 @dataclass
@@ -53,20 +50,12 @@ def score_to_uci(v):
         return f"mate {(MATE - v + 1) // 2}"
     if v <= -MATE_IN_MAX:
         return f"mate {-((MATE + v) // 2)}"
-    return f"cp {int(v * 100 / NORMALIZE_TO_PAWN)}"
+    return f"cp {int(v * 100 / PAWN_VALUE_NORMALIZE)}"
 
 
 def board_key(board):
     """The Zobrist key of a Board as uint64."""
     return board.st[ST_KEY:ST_KEY + 1].view(np.uint64)[0]
-
-
-def lmr_table():
-    t = np.zeros((64, 64), dtype=np.int64)
-    for d in range(1, 64):
-        for m in range(1, 64):
-            t[d, m] = int(0.75 + math.log(d) * math.log(m) / 2.25)
-    return t
 
 
 def tt_entries(hash_mb):
@@ -99,7 +88,7 @@ class Searcher:
         self.kernel = ckernel.load_kernel(kernel_mode)
         self.T = tables()
         self.tt = make_tt(hash_mb)
-        self.ctl = np.zeros(CTL_SIZE, dtype=np.int64)
+        self.ctl = new_control()
         self._build()
 
     @property
@@ -127,20 +116,10 @@ class Searcher:
                 ckernel.make_cscratch(l1) if use_c else make_scratch(l1), ckernel.make_refresh_cache(net))
 
     def _build(self):
-        self.bbs = np.zeros((STACK, 16), dtype=np.uint64)
-        self.boards = np.zeros((STACK, 64), dtype=np.int8)
-        self.sts = np.zeros((STACK, ST_SIZE), dtype=np.int64)
-        self.keys = np.zeros(HISTORY_KEYS + STACK, dtype=np.uint64)
-        self.pv = np.zeros((STACK, STACK), dtype=np.int32)
-        self.pv_len = np.zeros(STACK, dtype=np.int64)
-        self.killers = np.zeros((STACK, 2), dtype=np.int32)
-        self.history = np.zeros((2, 4096), dtype=np.int32)
-        self.counters = np.zeros(16 * 64, dtype=np.int32)
-        self.root_moves = np.zeros(MAX_MOVES, dtype=np.int32)
         use_c = self.kernel.is_c
         kf = self.kernel.funcs if use_c else ckernel.placeholder_funcs()
         arrays, cnet, stack, scratch, cache = self._net_slots(self.net, use_c)
-        # S holds only directories (addresses) of the nets' arrays: keep the arrays themselves alive here.
+        # The state holds only directories (addresses) of the nets' arrays: keep the arrays themselves alive here.
         self._net_parts = [(arrays, cnet, stack, scratch, cache)]
         net_directory = netdir.directory(arrays, cnet, stack[0], stack[1], cache, scratch)
         # The small net of a pair, an unused directory otherwise; its computed flags have every ply either
@@ -150,15 +129,20 @@ class Searcher:
             s_arrays, s_cnet, s_stack, s_scratch, s_cache = self._net_slots(self.small_net, use_c)
             self._net_parts.append((s_arrays, s_cnet, s_stack, s_scratch, s_cache))
             small_directory = netdir.directory(s_arrays, s_cnet, s_stack[0], s_stack[1], s_cache, s_scratch)
-        self.ctl[C_USE_C] = 1 if use_c else 0
-        self.ctl[C_PAIR] = 1 if self.small_net is not None else 0
-        self.S = (self.T, self.bbs, self.boards, self.sts,
-                  np.zeros((STACK, MAX_MOVES), dtype=np.int32), np.zeros((STACK, MAX_MOVES), dtype=np.int32),
-                  self.keys, self.tt, self.pv_len, self.killers, self.history, self.counters,
-                  np.zeros(STACK, dtype=np.int32), self.pv, self.ctl, stack, net_directory,
-                  np.zeros((STACK, 5), dtype=np.int64), self.root_moves,
-                  np.zeros(STACK, dtype=np.int64), np.zeros((STACK, 64), dtype=np.int32), lmr_table(),
-                  kf, small_directory, np.zeros((STACK, 2), dtype=np.uint8))
+        self.ctl["use_c"] = 1 if use_c else 0
+        self.ctl["pair"] = 1 if self.small_net is not None else 0
+        self.S = new_state(self.tt, self.ctl, stack, net_directory, kf, small_directory,
+                           np.zeros((STACK, 2), dtype=np.uint8))
+
+    @property
+    def nodes(self) -> int:
+        """Nodes searched by the current (or last) search."""
+        return int(self.ctl["nodes"][0])
+
+    @property
+    def stopped(self) -> bool:
+        """True once the search was told to stop (stop command, time, node limit)."""
+        return bool(self.ctl["stop"][0])
 
     def set_kernel(self, mode):
         """Choose the evaluation path (auto, c or numba); returns the Kernel now live."""
@@ -173,36 +157,37 @@ class Searcher:
     def clear(self):
         """Forget everything learnt from earlier searches (ucinewgame, Clear Hash)."""
         self.tt[:] = 0
-        self.history[:] = 0
-        self.counters[:] = 0
-        self.killers[:] = 0
+        self.S.history[:] = 0
+        self.S.counters[:] = 0
+        self.S.killers[:] = 0
 
     def stop(self):
-        self.ctl[C_STOP] = 1
+        self.ctl["stop"] = 1
 
     def hashfull(self):
-        return int(tt_hashfull(self.tt, self.ctl[C_TT_GEN]))
+        return int(tt_hashfull(self.tt, self.ctl["tt_gen"][0]))
 
     def _setup(self, board, game_keys):
-        self.bbs[0] = board.bb
-        self.boards[0] = board.board
-        self.sts[0] = board.st
+        S, ctl = self.S, self.ctl
+        S.bbs[0] = board.bb
+        S.boards[0] = board.board
+        S.sts[0] = board.st
         game_keys = list(game_keys)[-HISTORY_KEYS:]
         root_index = len(game_keys)
         if root_index:
-            self.keys[:root_index] = np.array(game_keys, dtype=np.uint64)
-        self.keys[root_index] = board_key(board)
-        self.ctl[C_ROOT_INDEX] = root_index
-        self.S[I_NN][2][:] = 0         # no accumulator is valid for a new root
-        self.S[I_SMALL_COMPUTED][:] = 0
-        self.ctl[C_STOP] = 0
-        self.ctl[C_NODES] = 0
-        self.ctl[C_TT_GEN] = (self.ctl[C_TT_GEN] + 1) & 31
-        self.killers[:] = 0
+            S.keys[:root_index] = np.array(game_keys, dtype=np.uint64)
+        S.keys[root_index] = board_key(board)
+        ctl["root_index"] = root_index
+        S.nn[2][:] = 0         # no accumulator is valid for a new root
+        S.small_computed[:] = 0
+        ctl["stop"] = 0
+        ctl["nodes"] = 0
+        ctl["tt_gen"] = (ctl["tt_gen"] + 1) & 31
+        S.killers[:] = 0
 
     def _set_root_moves(self, moves):
-        self.root_moves[:len(moves)] = moves
-        self.ctl[C_N_ROOT] = len(moves)
+        self.S.root_moves[:len(moves)] = moves
+        self.ctl["n_root"] = len(moves)
 
     def legal_root_moves(self, board):
         moves = np.empty(MAX_MOVES, dtype=np.int32)
@@ -219,7 +204,7 @@ class Searcher:
         delta = 30
         while True:
             score = int(search_root(self.T, self.S, depth, alpha, beta))
-            if self.ctl[C_STOP]:
+            if self.stopped:
                 return score, False
             if score <= alpha:
                 beta = (alpha + beta) // 2
@@ -239,7 +224,7 @@ class Searcher:
             root = [m for m in root if m in limits.searchmoves] or root
         if not root:
             return 0, None, []
-        self.ctl[C_MAX_NODES] = limits.nodes or 0
+        self.ctl["max_nodes"] = limits.nodes or 0
         max_depth = min(limits.depth or MAX_PLY - 8, MAX_PLY - 8)
         multipv = max(1, min(multipv, len(root)))
         lines = []
@@ -254,8 +239,8 @@ class Searcher:
                 remaining = [m for m in root if m not in excluded]
                 self._set_root_moves(remaining)
                 score, completed = self._iteration(depth, lines[k].score if k < len(lines) else prev_score, k > 0)
-                n = int(self.pv_len[0])
-                pv = [int(m) for m in self.pv[0, :n]] if n > 0 else []
+                n = int(self.S.pv_len[0])
+                pv = [int(m) for m in self.S.pv[0, :n]] if n > 0 else []
                 if not completed:
                     if k == 0 and pv and depth > 1:
                         # A root move that beat the previous best inside the aspiration window is good.
@@ -278,12 +263,12 @@ class Searcher:
             prev_score = lines[0].score
             elapsed = time.perf_counter() - start
             if on_info:
-                nodes = int(self.ctl[C_NODES])
+                nodes = self.nodes
                 for k, line in enumerate(lines):
-                    on_info(depth=depth, seldepth=int(self.ctl[C_SELDEPTH]), multipv=k + 1, score=line.score,
+                    on_info(depth=depth, seldepth=int(self.ctl["seldepth"][0]), multipv=k + 1, score=line.score,
                             nodes=nodes, time_ms=int(elapsed * 1000), nps=int(nodes / elapsed) if elapsed > 0 else 0,
                             hashfull=self.hashfull(), pv=line.moves)
-            if not completed or self.ctl[C_STOP]:
+            if not completed or self.stopped:
                 break
             if limits.mate and lines[0].score >= MATE_IN_MAX and (MATE - lines[0].score + 1) // 2 <= limits.mate:
                 break
@@ -291,6 +276,6 @@ class Searcher:
             prev_best = best_move
             if clock is not None and not clock.should_continue(elapsed, stable, depth):
                 break
-            if limits.nodes and self.ctl[C_NODES] >= limits.nodes:
+            if limits.nodes and self.nodes >= limits.nodes:
                 break
         return best_move, ponder_move, lines

@@ -10,7 +10,7 @@ import pytest
 
 from engine.fen import parse_fen
 from engine.movegen import MAX_MOVES, generate_legal
-from engine.search import C_PAIR, S_SIZE
+from engine.state import SearchState
 from engine.searcher import Limits, Searcher
 from nnue import ckernel
 from nnue.netpair import NetPairError
@@ -44,20 +44,20 @@ def pair_searchers(nnue17_pair):
 
 def _legal(searcher, ply):
     moves = np.empty(MAX_MOVES, np.int32)
-    n = generate_legal(searcher.T, searcher.bbs[ply], searcher.boards[ply], searcher.sts[ply], moves)
+    n = generate_legal(searcher.T, searcher.S.bbs[ply], searcher.S.boards[ply], searcher.S.sts[ply], moves)
     return [int(m) for m in moves[:n]]
 
 
 def test_searcher_pair_slots(nnue_net, nnue17_pair, pair_searchers):
     s = next(iter(pair_searchers.values()))
-    assert s.is_pair and s.nets == (nnue17_pair.big, nnue17_pair.small) and s.ctl[C_PAIR] == 1
+    assert s.is_pair and s.nets == (nnue17_pair.big, nnue17_pair.small) and s.ctl["pair"][0] == 1
     assert "big" in s.describe_nets() and "small" in s.describe_nets()
     one = Searcher(nnue_net, 1, "numba")
-    assert not one.is_pair and one.ctl[C_PAIR] == 0 and one.nets == (nnue_net,)
+    assert not one.is_pair and one.ctl["pair"][0] == 0 and one.nets == (nnue_net,)
     # One compiled search serves every net: the search tuples have the same Numba type.
     assert numba.typeof(one.S) == numba.typeof(s.S)
-    # The small net adds two arrays to the search tuple (its packed buffer and its computed flags).
-    assert len(s.S) == len(one.S) == S_SIZE
+    # The small net's fields (its directory and computed flags) are there with one net too, unused.
+    assert type(s.S) is type(one.S) is SearchState
     # A NetPair is accepted as it is.
     assert Searcher(nnue17_pair, 1, "numba").is_pair
 
@@ -88,7 +88,7 @@ def test_pair_search_same_tree_with_either_path(pair_searchers):
         for s in pair_searchers.values():
             s.clear()
             best, _, lines = s.think(board, [], Limits(depth=7))
-            got.append((best, lines[0].score, int(s.ctl[0])))
+            got.append((best, lines[0].score, s.nodes))
         assert got[0] == got[1], fen
 
 

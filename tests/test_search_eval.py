@@ -33,10 +33,10 @@ def _walk_and_compare(searcher, reference, seed, games=16, steps=60):
                 continue
             if rng.random() < 0.6 or step == 0:
                 optimism = rng.choice((0, 0, 57, -100))
-                st = searcher.sts[ply]
+                st = searcher.S.sts[ply]
                 side, rule50 = int(st[ST_SIDE]), int(st[ST_RULE50])
-                got = int(static_eval(searcher.S, ply, searcher.bbs[ply], searcher.boards[ply], st, optimism))
-                assert got == reference(searcher.boards[ply], side, rule50, optimism), (game, step, ply)
+                got = int(static_eval(searcher.S, ply, searcher.S.bbs[ply], searcher.S.boards[ply], st, optimism))
+                assert got == reference(searcher.S.boards[ply], side, rule50, optimism), (game, step, ply)
                 compared += 1
             _do_move(searcher.T, searcher.S, ply, rng.choice(moves))
             ply += 1

@@ -21,7 +21,7 @@ def run_bench(searcher, depth=None, send=print, fens=BENCH_FENS):
         start = time.perf_counter()
         searcher.think(board, [], Limits(depth=depth))
         total_time += time.perf_counter() - start
-        nodes = int(searcher.ctl[0])
+        nodes = searcher.nodes
         total_nodes += nodes
         send(f"Position: {i}/{len(fens)} ({fen}): {nodes} nodes")
     send("")

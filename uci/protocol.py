@@ -500,7 +500,7 @@ class UciEngine:
             self._clock.cancel()
         # In ponder and infinite mode the GUI must say stop (or ponderhit) before bestmove.
         if limits.infinite or self._pondering:
-            while not searcher.ctl[1] and not self._ponder_release.is_set():
+            while not searcher.stopped and not self._ponder_release.is_set():
                 time.sleep(0.002)
         text = "bestmove 0000"
         if best:

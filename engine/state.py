@@ -1,0 +1,103 @@
+"""The search's state: every array the compiled search reads or writes, each under its own name.
+
+``SearchState`` is a NamedTuple passed into compiled code and read by field name (``S.killers``), so a field
+cannot be taken for another of the same type, and adding one does not shift the others. ``Control`` is the
+one record the search shares with the Python driver (node count, stop flag, limits, flags), also read by name
+(``ctl.nodes``): a numpy structured array of one element, which compiled code sees as a record.
+
+Why so few fields: every array in ``SearchState`` is passed (some 8 words) on each call of the functions that
+take it, once per node, so each field costs speed (measured: 30 more arrays cost 14% of the nodes per
+second). A net's many arrays are therefore reached through one directory of addresses (``nnue.netdir``).
+
+``new_state`` builds the state next to this declaration; ``engine.searcher.Searcher`` owns it and keeps the
+nets' arrays alive while their directories are in use.
+"""
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+from engine.movegen import MAX_MOVES
+from engine.position import ST_SIZE
+
+MAX_PLY = 120                 # deepest ply the search reaches (then it returns the static evaluation)
+STACK = MAX_PLY + 8           # rows of every per-ply array
+HISTORY_KEYS = 1024           # game positions before the root kept for repetition detection
+TTE_SIZE = 5                  # a probed TT entry: (move, score, eval, depth, bound)
+LMR_SIZE = 64                 # the reduction table is [depth][move number], both capped at 63
+
+# The search's counters and flags, shared with the Python driver (which sets the limits and the stop flag).
+CONTROL = np.dtype([
+    ("nodes", np.int64),         # nodes searched in this search
+    ("stop", np.int64),          # set by the driver (time, stop command) or the node limit; polled
+    ("seldepth", np.int64),      # deepest ply reached in this iteration
+    ("max_nodes", np.int64),     # node limit, 0 for none
+    ("root_index", np.int64),    # index of the root position in ``keys`` (the game history comes first)
+    ("tt_gen", np.int64),        # transposition-table generation (age) of this search, 0..31
+    ("root_depth", np.int64),    # depth of the current iteration
+    ("n_root", np.int64),        # number of allowed root moves in ``root_moves`` (searchmoves, MultiPV)
+    ("optimism_w", np.int64),    # optimism of each side, added by the evaluation formulas (0: none)
+    ("optimism_b", np.int64),
+    ("use_c", np.int64),         # 1: the C kernel evaluates, 0: the Numba path
+    ("pair", np.int64),          # 1: a Stockfish 17.1 net pair evaluates (big net ``net``, small ``small_net``)
+])
+
+
+class SearchState(NamedTuple):
+    """Per-thread search arrays; rows are plies unless said otherwise."""
+
+    bbs: np.ndarray             # uint64[STACK, 16] bitboards of the position at each ply
+    boards: np.ndarray          # int8[STACK, 64] mailboxes
+    sts: np.ndarray             # int64[STACK, ST_SIZE] scalar fields (engine.position ST_*)
+    moves: np.ndarray           # int32[STACK, MAX_MOVES] generated moves
+    scores: np.ndarray          # int32[STACK, MAX_MOVES] their ordering scores
+    keys: np.ndarray            # uint64[HISTORY_KEYS + STACK] Zobrist keys: game history, then the search path
+    tt: np.ndarray              # int64 transposition table (engine.search tt_*), shared between searches
+    pv_len: np.ndarray          # int64[STACK] end of the principal variation of each ply
+    pv: np.ndarray              # int32[STACK, STACK] triangular principal-variation table
+    killers: np.ndarray         # int32[STACK, 2] two killer moves per ply
+    history: np.ndarray         # int32[2, 4096] butterfly history per side, from*64 + to
+    counters: np.ndarray        # int32[16 * 64] counter-move per (piece, to) of the previous move
+    cur_move: np.ndarray        # int32[STACK] move made at each ply (MOVE_NULL for a null move)
+    ctl: np.ndarray             # CONTROL[1] counters and flags
+    nn: tuple                   # the net's accumulator stack (acc, psqt, computed, dirty, ndirty)
+    net: np.ndarray             # nnue.netdir directory of the net (or the pair's big net)
+    tte: np.ndarray             # int64[STACK, TTE_SIZE] the TT entry probed at each ply
+    root_moves: np.ndarray      # int32[MAX_MOVES] root moves allowed (ctl.n_root of them)
+    evals: np.ndarray           # int64[STACK] static evaluation at each ply (VALUE_NONE in check)
+    quiets: np.ndarray          # int32[STACK, 64] quiet moves tried at each ply, for history maluses
+    lmr: np.ndarray             # int64[LMR_SIZE, LMR_SIZE] late-move reductions by depth and move number
+    kf: tuple                   # nnue.ckernel.KernelFuncs (placeholders of the same types on the Numba path)
+    small_net: np.ndarray       # nnue.netdir directory of a 17.1 pair's small net, else netdir.unused()
+    small_computed: np.ndarray  # uint8[STACK, 2] the small net's computed flags (its moves are ``nn``'s)
+
+
+def lmr_table() -> np.ndarray:
+    """Late-move reductions in plies, growing with the logarithms of depth and move number."""
+    t = np.zeros((LMR_SIZE, LMR_SIZE), dtype=np.int64)
+    for d in range(1, LMR_SIZE):
+        for m in range(1, LMR_SIZE):
+            t[d, m] = int(0.75 + math.log(d) * math.log(m) / 2.25)
+    return t
+
+
+def new_control() -> np.ndarray:
+    return np.zeros(1, CONTROL)
+
+
+def new_state(tt, ctl, nn, net, kf, small_net, small_computed) -> SearchState:
+    """A state with fresh per-ply arrays around the given shared parts (see the field comments)."""
+    return SearchState(
+        bbs=np.zeros((STACK, 16), np.uint64), boards=np.zeros((STACK, 64), np.int8),
+        sts=np.zeros((STACK, ST_SIZE), np.int64),
+        moves=np.zeros((STACK, MAX_MOVES), np.int32), scores=np.zeros((STACK, MAX_MOVES), np.int32),
+        keys=np.zeros(HISTORY_KEYS + STACK, np.uint64), tt=tt,
+        pv_len=np.zeros(STACK, np.int64), pv=np.zeros((STACK, STACK), np.int32),
+        killers=np.zeros((STACK, 2), np.int32), history=np.zeros((2, 4096), np.int32),
+        counters=np.zeros(16 * 64, np.int32), cur_move=np.zeros(STACK, np.int32),
+        ctl=ctl, nn=nn, net=net, tte=np.zeros((STACK, TTE_SIZE), np.int64),
+        root_moves=np.zeros(MAX_MOVES, np.int32), evals=np.zeros(STACK, np.int64),
+        quiets=np.zeros((STACK, 64), np.int32), lmr=lmr_table(), kf=kf,
+        small_net=small_net, small_computed=small_computed)
