@@ -1,17 +1,19 @@
-"""Stockfish 17.1's two nets, loaded together: the big net (L1 = 3072) and the small net (L1 = 128).
+"""The engine's one net loader: a single net, or Stockfish 17.1's two nets (big L1 = 3072, small L1 = 128).
 
-Default file names are Stockfish 17.1's (``EvalFile`` / ``EvalFileSmall``): ``nn-1c0000000000.nnue`` and
-``nn-37f18f62d772.nnue``. Paths resolve like ``netpath.resolve_net_path``:
+``load_nets`` is the front door for UCI (``EvalFile`` / ``EvalFileSmall``), ``quantfish eval`` and
+``quantfish bench`` (``--net`` / ``--net-small``) and the Python API, so they resolve and pair nets the same way:
 
-* big: the given path (a directory means ``dir/nn-1c0000000000.nnue``), else $QUANTFISH_NET (file or
-  directory), else ``<repo>/nets/nn-1c0000000000.nnue``;
-* small: the given path (a directory means ``dir/nn-37f18f62d772.nnue``), else $QUANTFISH_NET_SMALL, else
-  the small default name next to the big net if that file exists, else ``<repo>/nets/nn-37f18f62d772.nnue``.
+* the main file: the given value (a path; a directory means the default name inside it; a bare file name
+  that is not a file here is looked for in ``nets/``), else $QUANTFISH_NET (file or directory), else
+  ``nets/``; where a directory is meant, Stockfish 15.1's default name if that file exists, else 17.1's big
+  default (``nn-1c0000000000.nnue``);
+* the pair decision: a Stockfish 17.1 main net is the big net of a pair and needs its small net, found as the
+  given value (resolved like the main file), else $QUANTFISH_NET_SMALL, else the small default name next to
+  the big net, else ``nets/``; ``check_pair`` refuses swapped or mismatched nets. Any other main net (15.1,
+  16.x) evaluates alone: a small net given with it is an error, or is ignored (``ignore_unpaired_small``, for
+  UCI, where a GUI may set ``EvalFileSmall`` before ``EvalFile``).
 
-``load_pair`` checks the generations: both files must be Stockfish 17.1 nets (LEB128 FT, 17.1 hashes), the
-big one with L1 = 3072 and the small one with L1 = 128; anything else raises ``NetPairError`` (a
-``NetFileError``, so a ``ValueError``) saying which file is wrong and why. ``load_nets`` is the front door for
-the command line and UCI: one 15.1 net, or a 17.1 pair, by the generation of the big/main file.
+Errors are ``NetFileError`` / ``NetPairError`` (``ValueError``s) naming the file and the problem.
 """
 
 from __future__ import annotations
@@ -20,13 +22,10 @@ import os
 from pathlib import Path
 from typing import NamedTuple, Union
 
-from nnue.architecture import GEN_SF15_1, GEN_SF17_1, SF17_1_BIG_L1, SF17_1_SMALL_L1
+from nnue.architecture import GEN_SF17_1, SF17_1_BIG_L1, SF17_1_SMALL_L1
 from nnue.netfile import Net, NetFileError, load_net
-from nnue.netpath import DEFAULT_NET_NAME, ENV_VAR, resolve_net_path
-
-BIG_NET_NAME = "nn-1c0000000000.nnue"
-SMALL_NET_NAME = "nn-37f18f62d772.nnue"
-SMALL_ENV_VAR = "QUANTFISH_NET_SMALL"
+from nnue.netpath import (BIG_NET_NAME, DEFAULT_NET_NAME, ENV_VAR, SMALL_ENV_VAR, SMALL_NET_NAME, resolve_named,
+                          resolve_net_path)
 
 
 class NetPairError(NetFileError):
@@ -46,19 +45,21 @@ class NetPair(NamedTuple):
         return self.big.arch.l1, self.small.arch.l1
 
 
-def resolve_big_path(path=None) -> Path:
-    return resolve_net_path(path, BIG_NET_NAME)
-
-
 def resolve_small_path(path=None, big_path=None) -> Path:
     """The small net's file (see the module docstring); ``big_path`` is the resolved big net file."""
     if path or os.environ.get(SMALL_ENV_VAR):
-        return resolve_net_path(path, SMALL_NET_NAME, SMALL_ENV_VAR)
+        return resolve_named(path, SMALL_NET_NAME, SMALL_ENV_VAR)
     if big_path is not None:
         beside = Path(big_path).parent / SMALL_NET_NAME
         if beside.is_file():
             return beside
     return resolve_net_path(None, SMALL_NET_NAME, env_var="")
+
+
+def resolve_main_path(path=None) -> Path:
+    """The main net's file (see the module docstring)."""
+    candidates = [resolve_named(path, name, ENV_VAR) for name in (DEFAULT_NET_NAME, BIG_NET_NAME)]
+    return next((p for p in candidates if p.is_file()), candidates[0])
 
 
 def _describe(net: Net) -> str:
@@ -79,28 +80,26 @@ def check_pair(big: Net, small: Net) -> None:
 
 
 def load_pair(big=None, small=None) -> NetPair:
-    """Load and check a 17.1 pair (paths resolved as in the module docstring)."""
-    big_path = resolve_big_path(big)
+    """A 17.1 pair for tools and tests that want one: the big net defaults to its own name
+    (``nn-1c0000000000.nnue``), not to the 15.1 net; resolution and checks as in ``load_nets``."""
+    big_path = resolve_named(big, BIG_NET_NAME, ENV_VAR)
     big_net = load_net(big_path)
     small_net = load_net(resolve_small_path(small, big_path))
     check_pair(big_net, small_net)
     return NetPair(big_net, small_net)
 
 
-def load_nets(net=None, small=None) -> Union[Net, NetPair]:
-    """One 15.1 net or a 17.1 pair, by the generation of the main file.
+def pairs_with_small(net: Net) -> bool:
+    """The pair decision: a Stockfish 17.1 net evaluates with a small partner, every other net alone."""
+    return net.arch.generation == GEN_SF17_1
 
-    The main file is ``net``, else $QUANTFISH_NET, else ``nets/``; where that is a directory, the 15.1
-    default name (``nn-ad9b42354671.nnue``) is taken if present, else the 17.1 big default
-    (``nn-1c0000000000.nnue``); the other way round when only ``small`` is given. A 17.1 main file needs its
-    small partner (found by ``resolve_small_path``); a 15.1 main file refuses a ``small`` net.
-    """
-    names = (BIG_NET_NAME, DEFAULT_NET_NAME) if (small and not net) else (DEFAULT_NET_NAME, BIG_NET_NAME)
-    candidates = [resolve_net_path(net, name) for name in names]
-    main_path = next((p for p in candidates if p.is_file()), candidates[0])
+
+def load_nets(net=None, small=None, ignore_unpaired_small: bool = False) -> Union[Net, NetPair]:
+    """One net, or a 17.1 pair, by the generation of the main file (see the module docstring)."""
+    main_path = resolve_main_path(net)
     main = load_net(main_path)
-    if main.arch.generation == GEN_SF15_1:
-        if small:
+    if not pairs_with_small(main):
+        if small and not ignore_unpaired_small:
             raise NetPairError(f"{main.path}: a small net ({small}) was given, but the main net is "
                                f"{_describe(main)}; a small net pairs only with a Stockfish 17.1 big net")
         return main
@@ -114,4 +113,4 @@ def load_nets(net=None, small=None) -> Union[Net, NetPair]:
 
 
 __all__ = ["BIG_NET_NAME", "SMALL_NET_NAME", "SMALL_ENV_VAR", "ENV_VAR", "NetPair", "NetPairError",
-           "check_pair", "load_nets", "load_pair", "resolve_big_path", "resolve_small_path"]
+           "check_pair", "load_nets", "load_pair", "pairs_with_small", "resolve_main_path", "resolve_small_path"]

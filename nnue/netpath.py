@@ -1,6 +1,8 @@
-"""Where the engine finds its net: an explicit path, else $QUANTFISH_NET, else <repo root>/nets/.
+"""Where the engine finds its nets: an explicit path, else $QUANTFISH_NET, else <repo root>/nets/.
 
-The repo root is found from this file's location, so it works from any working directory.
+The default file names live here, and nowhere else: Stockfish 15.1's net, and Stockfish 17.1's big and small
+nets (its ``EvalFile`` / ``EvalFileSmall`` defaults). The repo root is found from this file's location, so it
+works from any working directory. Standard library only: the UCI loop imports this before it answers ``uci``.
 """
 
 from __future__ import annotations
@@ -13,6 +15,9 @@ DEFAULT_NET_NAME = "nn-ad9b42354671.nnue"
 DEFAULT_NET_SHA256 = "ad9b423546714137916bd38978af6fd68d7b8951bef25ff76bf43da72d6cb786"
 DEFAULT_NET_SIZE = 47_001_499
 ENV_VAR = "QUANTFISH_NET"
+BIG_NET_NAME = "nn-1c0000000000.nnue"       # Stockfish 17.1's big net (L1 = 3072)
+SMALL_NET_NAME = "nn-37f18f62d772.nnue"     # Stockfish 17.1's small net (L1 = 128)
+SMALL_ENV_VAR = "QUANTFISH_NET_SMALL"
 
 
 def repo_root() -> Path:
@@ -33,6 +38,15 @@ def resolve_net_path(path=None, name: str = DEFAULT_NET_NAME, env_var: str = ENV
             p = Path(candidate).expanduser()
             return p / name if p.is_dir() else p
     return default_nets_dir() / name
+
+
+def resolve_named(value, name: str, env_var: str) -> Path:
+    """The file an ``EvalFile``-style ``value`` names: None means $env_var, else ``nets/name``; a directory
+    means ``dir/name``; a bare file name that is not a file here but is one in ``nets/`` means that one."""
+    path = resolve_net_path(value, name, env_var)
+    if value and not path.exists() and Path(value).name == value and (default_nets_dir() / value).is_file():
+        return default_nets_dir() / value
+    return path
 
 
 def sha256_of(path) -> str:

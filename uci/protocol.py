@@ -11,10 +11,11 @@ import threading
 import time
 import traceback
 
+from nnue.netpath import DEFAULT_NET_NAME as DEFAULT_NET
+from nnue.netpath import SMALL_NET_NAME as DEFAULT_NET_SMALL
+
 ENGINE_NAME = "Quantfish 0.1"
 ENGINE_AUTHOR = "the Quantfish developers"
-DEFAULT_NET = "nn-ad9b42354671.nnue"
-DEFAULT_NET_SMALL = "nn-37f18f62d772.nnue"    # Stockfish 17.1's small net (nnue.netpair.SMALL_NET_NAME)
 
 
 class UciError(Exception):
@@ -78,47 +79,6 @@ def make_options():
         Option("NNUE Path", "combo", "auto", choices=("auto", "c", "numba")),
     ]
     return {o.name.lower(): o for o in opts}
-
-
-def _resolve(value, default_name, env_var):
-    """The file an EvalFile-style value names: the default name means $env_var, else ``nets/``; otherwise
-    a path (a directory means ``dir/default_name``), or a bare file name found in ``nets/``."""
-    from pathlib import Path
-
-    from nnue.netpath import default_nets_dir, resolve_net_path
-    if value == default_name:
-        return resolve_net_path(None, default_name, env_var)
-    path = resolve_net_path(value, default_name, env_var)
-    if not path.exists() and Path(value).name == value and (default_nets_dir() / value).is_file():
-        return default_nets_dir() / value
-    return path
-
-
-def load_uci_nets(main_value, small_value):
-    """(net, small net or None) for the values of EvalFile and EvalFileSmall.
-
-    A Stockfish 17.1 main net is the big net of a pair whose small net is EvalFileSmall (its default name
-    is looked for in $QUANTFISH_NET_SMALL, next to the big net, then in ``nets/``, as ``nnue.netpair``
-    does); any other main net (15.1, 16.x) evaluates alone and EvalFileSmall is not used. Raises
-    ``OSError``/``ValueError`` (``NetFileError``, ``NetPairError``) with the reason.
-    """
-    from nnue.architecture import GEN_SF17_1
-    from nnue.netfile import load_net
-    from nnue.netpair import SMALL_ENV_VAR, NetPairError, check_pair, resolve_small_path
-    from nnue.netpath import ENV_VAR
-    main = load_net(_resolve(main_value, DEFAULT_NET, ENV_VAR))
-    if main.arch.generation != GEN_SF17_1:
-        return main, None
-    if small_value == DEFAULT_NET_SMALL:
-        small_path = resolve_small_path(None, main.path)
-    else:
-        small_path = _resolve(small_value, DEFAULT_NET_SMALL, SMALL_ENV_VAR)
-    if not small_path.is_file():
-        raise NetPairError(f"{main.path} is a Stockfish 17.1 net (L1 = {main.arch.l1}) and needs the small net "
-                           f"of its pair: {small_path} not found (set EvalFileSmall)")
-    small = load_net(small_path)
-    check_pair(main, small)
-    return main, small
 
 
 class UciEngine:
@@ -189,9 +149,12 @@ class UciEngine:
 
     def _load_net(self, name, small_name=DEFAULT_NET_SMALL):
         """Load EvalFile (and its small partner when it is a 17.1 big net) and a Searcher for them; on an
-        error nothing changes."""
+        error nothing changes. The options' default names mean the default places ($QUANTFISH_NET, nets/)."""
         from engine.searcher import Searcher
-        net, small = load_uci_nets(name, small_name)
+        from nnue.netpair import load_nets
+        nets = load_nets(None if name == DEFAULT_NET else name, None if small_name == DEFAULT_NET_SMALL else small_name,
+                         ignore_unpaired_small=True)
+        net, small = (nets.big, nets.small) if isinstance(nets, tuple) else (nets, None)
         mode = self.options["nnue path"].value
         searcher = Searcher(net, self.options["hash"].value, None if mode == "auto" else mode, small_net=small)
         self._net, self._net_small, self._searcher = net, small, searcher
@@ -203,13 +166,13 @@ class UciEngine:
         named by both options load (and form a pair when the main net is a 17.1 big net)."""
         from pathlib import Path
 
-        from nnue.netpath import ENV_VAR
+        from nnue.netpair import resolve_main_path
         self.ensure_ready()
         main_value = new if opt.name == "EvalFile" else self.options["evalfile"].value
         small_value = new if opt.name == "EvalFileSmall" else self.options["evalfilesmall"].value
         opt.value = new
         if opt.name == "EvalFileSmall" and self._net_small is None:
-            main_path = _resolve(main_value, DEFAULT_NET, ENV_VAR)
+            main_path = resolve_main_path(None if main_value == DEFAULT_NET else main_value)
             if main_path.is_file() and Path(self._net.path).resolve() == main_path.resolve():
                 self.info_string(f"EvalFileSmall {new!r} ignored: the main net {self._net.path} is a Stockfish "
                                  f"{self._net.arch.generation_name} net, evaluated alone (a small net pairs only "
