@@ -4,8 +4,6 @@ The API lives in ``engine.api`` and is imported on first use of one of its names
 (``quantfish perft``, the UCI start-up) costs no more than the cache check below.
 """
 import importlib as _importlib
-import sys as _sys
-import types as _types
 from pathlib import Path as _Path
 
 from nnue.cachecheck import invalidate_if_changed as _invalidate_if_changed
@@ -25,28 +23,3 @@ def __getattr__(name: str):
 
 def __dir__() -> list:
     return sorted(set(globals()) | _API_NAMES)
-
-
-class _Package(_types.ModuleType):
-    """``engine.perft`` is both a submodule (the compiled perft) and the API's ``perft()``; the attribute means
-    the function. Python binds a submodule to its package's attribute when it is first imported, which
-    would make ``from engine import perft`` give the module whenever ``engine.perft`` was imported before;
-    this property ignores that binding (the submodule stays importable: ``from engine.perft import ...``)."""
-
-    @property
-    def perft(self):
-        value = self.__dict__.get("perft")
-        if value is None or isinstance(value, _types.ModuleType):
-            return __getattr__("perft")
-        return value                     # set explicitly (e.g. unittest.mock.patch)
-
-    @perft.setter
-    def perft(self, value):
-        self.__dict__["perft"] = value
-
-    @perft.deleter
-    def perft(self):
-        self.__dict__.pop("perft", None)
-
-
-_sys.modules[__name__].__class__ = _Package

@@ -21,7 +21,7 @@ import chess
 import chess.engine
 
 from engine.fen import Board
-from engine.perft import perft as _perft
+from engine.perft_count import perft as _perft
 from engine.pychess_bridge import FenOrBoard, game_of, position_of, to_limits, to_move, to_pv, to_score
 from engine.searcher import Searcher
 from engine.tables import tables
@@ -29,6 +29,7 @@ from engine.timeman import Clock
 from nnue.evaluate import EvalReport, PairReport, eval_report, eval_report_pair
 from nnue.netfile import Net
 from nnue.netpair import NetPair, load_nets
+from nnue.units import cp_15, to_cp, wdl_a
 
 NetPath = Union[str, os.PathLike]
 Report = Union[EvalReport, PairReport]
@@ -114,13 +115,10 @@ class Engine:
         """The static evaluation in centipawns from the side to move's view: the "Final evaluation" that
         ``quantfish eval`` prints (there in pawns and from White's view). ``position``: a FEN or a chess.Board.
         """
-        from uci.eval_command import PAWN, to_cp, wdl_a   # the eval command's own units, not a second copy
         report, pos = self._report(position, optimism)
         if isinstance(report, PairReport):
             return to_cp(report.final, wdl_a(pos.board))
-        # The command prints final / PAWN to 2 decimals; final * 100 / PAWN is never an exact half (PAWN is odd
-        # and prime to 200), so rounding it gives the same number.
-        return round(report.final * 100 / PAWN)
+        return cp_15(report.final)
 
     # -- search -------------------------------------------------------------------------------
 

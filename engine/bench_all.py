@@ -33,7 +33,7 @@ def stockfish_path():
 
 def quantfish_perft_nps(fen, depth, runs):
     from engine.fen import parse_fen
-    from engine.perft import perft
+    from engine.perft_count import perft
     from engine.tables import tables
     board = parse_fen(fen)
     T = tables()

@@ -8,7 +8,7 @@ from engine.epd import read_perft_suite
 from engine.fen import STARTING_FEN, parse_fen
 from engine.movegen import MAX_MOVES
 from engine.notation import move_to_uci
-from engine.perft import perft, perft_divide
+from engine.perft_count import perft, perft_divide
 from engine.tables import tables
 
 

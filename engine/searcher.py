@@ -15,7 +15,7 @@ from engine.search import INF, MATE, MATE_IN_MAX, search_root, tt_hashfull
 from engine.state import HISTORY_KEYS, MAX_PLY, STACK, new_control, new_state
 from engine.tables import tables
 from nnue import ckernel, netdir
-from nnue.evaluate import PAWN_VALUE_NORMALIZE
+from nnue.units import PAWN_VALUE_NORMALIZE
 from nnue.inference import make_scratch
 
 

@@ -7,7 +7,7 @@ import numpy as np
 def warm_search_code(searcher):
     """A tiny search, perft and evaluation so that the first real `go` does not compile."""
     from engine.fen import STARTING_FEN, parse_fen
-    from engine.perft import perft_divide
+    from engine.perft_count import perft_divide
     from engine.searcher import Limits
     from nnue.evaluate import eval_report
     board = parse_fen("r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1")
@@ -26,7 +26,7 @@ def warm_search_code(searcher):
 def main():
     start = time.perf_counter()
     from engine.fen import STARTING_FEN, parse_fen
-    from engine.perft import perft
+    from engine.perft_count import perft
     from engine.searcher import Searcher
     from engine.tables import tables
     from nnue.netfile import load_net

@@ -52,7 +52,6 @@ from nnue.intmath import tdiv, wrap32
 from nnue.netfile import P_GENERATION, PARAMS
 
 OUTPUT_SCALE = 16
-PAWN_VALUE_NORMALIZE = 361          # NormalizeToPawnValue: internal units per pawn for display
 VALUE_MAX_EVAL = 31507              # |final eval| < VALUE_TB_WIN_IN_MAX_PLY
 PSQ_EG_NONE = 1 << 30               # "no classical PSQ score available"
 

@@ -7,7 +7,8 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from uci.eval_command import eval_command, to_cp, wdl_a
+from nnue.units import to_cp, wdl_a
+from uci.eval_command import eval_command
 from tests.shared import NNUE_DATA, require
 
 TSV = NNUE_DATA / "sf17.1_reference.tsv"

@@ -8,7 +8,7 @@ import pytest
 
 from engine.epd import read_perft_suite
 from engine.fen import parse_fen
-from engine.perft import perft
+from engine.perft_count import perft
 from engine.tables import tables
 from tests.shared import PERFT_DATA
 

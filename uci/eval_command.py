@@ -28,7 +28,8 @@ import sys
 
 import click
 
-PAWN = 361
+from nnue.units import PAWN_VALUE_NORMALIZE as PAWN
+from nnue.units import to_cp, wdl_a
 
 
 def _tdiv(a: int, b: int) -> int:
@@ -70,23 +71,6 @@ def format_human(report, side: int, optimism: int = 0) -> str:
         f"{'Final evaluation':<23}{white * report.final / PAWN:+.2f} (white side) "
         f"[NNUE branch, optimism {optimism}]",
     ])
-
-
-# Stockfish 17.1's display units (nnue-sf17.1.md section 8): to_cp(v) = round(100 v / a(material)).
-WDL_AS = (-13.50030198, 40.92780883, -36.82753545, 386.83004070)
-
-
-def wdl_a(board) -> float:
-    """The WDL model's ``a`` for a mailbox: a cubic in clamp(P + 3N + 3B + 5R + 9Q, 17, 78) / 58."""
-    weights = (0, 1, 3, 3, 5, 9, 0, 0)
-    mat = sum(weights[int(pc) & 7] for pc in board)
-    m = min(max(mat, 17), 78) / 58
-    a0, a1, a2, a3 = WDL_AS
-    return ((a0 * m + a1) * m + a2) * m + a3
-
-
-def to_cp(v: int, a: float) -> int:
-    return round(100 * v / a)
 
 
 def format_human_pair(report, side: int, board, l1s, optimism: int = 0) -> str:

@@ -370,7 +370,7 @@ class UciEngine:
         import numpy as np
         from engine.movegen import MAX_MOVES
         from engine.notation import move_to_uci
-        from engine.perft import perft_divide
+        from engine.perft_count import perft_divide
         depth = int(args[0])
         b = self._board
         moves = np.empty(MAX_MOVES, np.int32)
