@@ -5,7 +5,7 @@
 Perft (bulk-counted leaves) on the start position to depth 6 and Kiwipete to depth 5, next to
 python-chess on the same positions (at smaller depths: it is ~1000x slower) and Stockfish's
 ``go perft``; the search bench with each evaluation path (C kernel, Numba) next to ``stockfish bench 16 1 13``; NNUE evaluations per second
-(``nnue.bench``) and the C kernel against the Numba path (``nnue.kernel_bench``). With ``--startup``, the cold (empty Numba cache) and warm start of ``quantfish perft``
+(``nnue.tools.bench``) and the C kernel against the Numba path (``nnue.tools.kernel_bench``). With ``--startup``, the cold (empty Numba cache) and warm start of ``quantfish perft``
 measured on a temporary copy of the package. Each Quantfish figure is the median of ``--runs`` runs.
 """
 import argparse
@@ -176,10 +176,10 @@ def main(argv=None):
 
     if not args.skip_nnue:
         print("== NNUE evaluations (Numba path, with Stockfish for comparison) ==", flush=True)
-        from nnue import bench as nnue_bench
+        from nnue.tools import bench as nnue_bench
         nnue_bench.main(["--runs", str(max(3, args.runs))])
         print("== NNUE kernel: C variants against the Numba path ==", flush=True)
-        from nnue import kernel_bench
+        from nnue.tools import kernel_bench
         kernel_bench.main(["--runs", str(max(3, args.runs))])
 
     if args.startup:
