@@ -113,7 +113,7 @@ def quantfish_bench_nps(depth, runs, kernels=("c", "numba")):
     from engine.searcher import Searcher
     from nnue.netfile import load_net
     from nnue.netpath import resolve_net_path
-    from uci.bench import run_bench
+    from engine.bench import run_bench
     net = load_net(resolve_net_path())
     searchers = {}
     for mode in kernels:
