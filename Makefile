@@ -27,13 +27,13 @@ net: $(PY)
 
 # Compile every Numba function once so that the first game starts at once.
 warm: package kernel
-	$(PY) -m engine.warm
+	$(PY) -m engine.tools.warm
 
 test: $(PY)
 	$(PY) -m pytest -q
 
 bench: $(PY)
-	$(PY) -m engine.bench_all
+	$(PY) -m engine.tools.bench_all
 
 clean:
 	rm -rf $(VENV) build *.egg-info

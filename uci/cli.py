@@ -32,7 +32,7 @@ def main(ctx, net_path, small_path):
 @click.option("--max-nodes", type=int, default=None, help="With --epd: skip counts larger than this.")
 def perft(depth, fen, divide, chess960, epd_file, max_nodes):
     """Count the leaf nodes of the legal move tree to DEPTH."""
-    from engine import perft_runner
+    from engine.tools import perft_runner
     if depth is None and not epd_file:
         raise click.UsageError("give a DEPTH, or --epd FILE to check a suite")
     try:
