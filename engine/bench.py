@@ -1,7 +1,7 @@
 """The search bench: a fixed set of positions searched to a fixed depth from an empty hash.
 
 Shared by the UCI ``bench`` command and ``quantfish bench``, so it sits at the engine level. The total node
-count is a signature of the search: any change to its behaviour changes it.
+count is a signature of the search: any change to its behaviour changes it (tests/test_signature.py).
 """
 import time
 
