@@ -20,20 +20,20 @@ package: $(PY)
 # C NNUE kernel (scalar, AVX2, AVX-512, AVX-512 VNNI variants in one library, chosen at run time).
 # Optional: without a C compiler the engine runs its Numba path.
 kernel: $(PY)
-	$(PY) -m nnue.build_kernel || echo "C kernel not built: the Numba path will be used"
+	$(PY) -m nnue.tools.build_kernel || echo "C kernel not built: the Numba path will be used"
 
 net: $(PY)
-	$(PY) -m nnue.get_net
+	$(PY) -m nnue.tools.get_net
 
 # Compile every Numba function once so that the first game starts at once.
 warm: package kernel
-	$(PY) -m engine.warm
+	$(PY) -m engine.tools.warm
 
 test: $(PY)
 	$(PY) -m pytest -q
 
 bench: $(PY)
-	$(PY) -m engine.bench_all
+	$(PY) -m engine.tools.bench_all
 
 clean:
 	rm -rf $(VENV) build *.egg-info

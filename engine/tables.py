@@ -7,7 +7,7 @@ import numpy as np
 from numba import njit
 
 from engine.bitops import U0, U1, popcount
-from engine.magic_search import BISHOP_DIRS, ROOK_DIRS, relevant_mask, slide_attacks, subsets
+from engine.sliders import BISHOP_DIRS, ROOK_DIRS, relevant_mask, slide_attacks, subsets
 from engine.magics import BISHOP_MAGICS, ROOK_MAGICS
 
 OFF_KNIGHT = 0

@@ -1,12 +1,14 @@
-"""Compiles (or loads from Numba's cache) every hot function once, for `make install` and start-up."""
-import time
+"""Compiles (or loads from Numba's cache) the search's hot functions once, before the first real ``go``.
 
+Run time: the UCI loader thread calls ``warm_search_code`` before it answers ``isready``; ``make warm``
+(``engine.tools.warm``) calls it at install time so the cache exists before the first game.
+"""
 import numpy as np
 
 
 def warm_search_code(searcher):
     """A tiny search, perft and evaluation so that the first real `go` does not compile."""
-    from engine.fen import STARTING_FEN, parse_fen
+    from engine.fen import parse_fen
     from engine.perft_count import perft_divide
     from engine.searcher import Limits
     from nnue.evaluate import eval_report
@@ -21,21 +23,3 @@ def warm_search_code(searcher):
         eval_report_pair(searcher.net, searcher.small_net, board.board, board.side, board.halfmove)
     else:
         eval_report(searcher.net, board.board, board.side, board.halfmove)
-
-
-def main():
-    start = time.perf_counter()
-    from engine.fen import STARTING_FEN, parse_fen
-    from engine.perft_count import perft
-    from engine.searcher import Searcher
-    from engine.tables import tables
-    from nnue.netfile import load_net
-    from nnue.netpath import resolve_net_path
-    board = parse_fen(STARTING_FEN)
-    perft(tables(), board.bb, board.board, board.st, 3)
-    warm_search_code(Searcher(load_net(resolve_net_path()), 1))
-    print(f"compiled code ready in {time.perf_counter() - start:.1f} s")
-
-
-if __name__ == "__main__":
-    main()

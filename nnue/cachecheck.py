@@ -5,6 +5,9 @@ the cached machine code of callers in other files (which inlined the old version
 fix can silently not take effect. At import, this compares a hash of the package's ``.py`` files (plus any
 ``depends_on`` packages) with a stamp in ``__pycache__`` and deletes the package's ``.nbi``/``.nbc`` files
 when it differs. Cost: reading ~100 kB of source, well under a millisecond.
+
+Only the package's top-level ``*.py`` are hashed: a ``tools`` subpackage is outside the hash (editing a
+benchmark keeps the engine's compiled code) and runs its own check from its ``__init__``.
 """
 
 from __future__ import annotations

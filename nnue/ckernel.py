@@ -1,6 +1,6 @@
 """The C NNUE kernel: loading, CPU detection, net layout, and Numba-compiled wrappers that call it.
 
-The kernel (``nnue/kernel/qfkernel.c``, built by ``python -m nnue.build_kernel`` into
+The kernel (``nnue/kernel/qfkernel.c``, built by ``python -m nnue.tools.build_kernel`` into
 ``nnue/kernel/libqfkernel.so``) holds the hot loops in plain C with AVX2 / AVX-512 / AVX-512 VNNI
 variants and a scalar fallback. It gives exactly the integers of the Numba path.
 
@@ -64,7 +64,7 @@ from typing import NamedTuple, Optional
 import numpy as np
 from numba import njit
 
-from nnue import build_kernel, netfile
+from nnue import kernelfiles, netfile
 from nnue.accumulator import nearest_computed as _nearest_computed
 from nnue.accumulator import update
 from nnue.features import active_features, king_bucket_offset, king_square, orient, piece_plane
@@ -75,7 +75,7 @@ from nnue.netfile import B0, B1, B2, FT_BIAS, FT_PSQT, FT_WEIGHTS, W0, W1, W2
 PARAMS = getattr(netfile, "PARAMS", None)
 P_FT_SHIFT = getattr(netfile, "P_FT_SHIFT", 1)
 
-LIBRARY = build_kernel.LIBRARY
+LIBRARY = kernelfiles.LIBRARY
 ENV_MODE = "QUANTFISH_KERNEL"
 ENV_VARIANT = "QUANTFISH_KERNEL_VARIANT"
 MODES = ("auto", "c", "numba")
@@ -169,7 +169,7 @@ def load_library(path=None):
         built_from = lib.qf_build_id().decode().split("-")[0]
     except AttributeError:
         raise KernelUnavailable(f"kernel library {path} is not a Quantfish kernel (run: make kernel)") from None
-    if build_kernel.SOURCE.is_file() and built_from != build_kernel.source_id():
+    if kernelfiles.SOURCE.is_file() and built_from != kernelfiles.source_id():
         raise KernelUnavailable(f"kernel library {path} is stale: built from other sources "
                                 f"(run: make kernel)")
     _libs[key] = lib

@@ -1,6 +1,6 @@
 """The C NNUE kernel gives exactly the integers of the Numba path, in every variant this CPU runs.
 
-The library is built by the session fixture (nnue/build_kernel.py; needs gcc). If it cannot be built or
+The library is built by the session fixture (nnue/tools/build_kernel.py; needs gcc). If it cannot be built or
 loaded the tests FAIL with the reason; nothing is skipped silently. A variant the CPU cannot execute is
 reported as an explicit skip with the CPU's features in the reason.
 """
@@ -16,10 +16,11 @@ import pytest
 from numba import njit
 
 from engine.fen import parse_fen
-from nnue import build_kernel, ckernel
+from nnue import ckernel
 from nnue.accumulator import ensure_accumulator, make_stack, refresh, refresh_ply
 from nnue.inference import fc0_sparse, find_nnz, forward, forward_all, head, make_scratch, transform_half
 from nnue.netfile import B0, B1, B2, FT_BIAS, FT_PSQT, FT_WEIGHTS, P_FT_SHIFT, PARAMS, W0, W0T, W1, W2
+from nnue.tools import build_kernel
 from tests.shared import NNUE_DATA, require
 
 REPO = Path(__file__).resolve().parent.parent

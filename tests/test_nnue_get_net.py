@@ -1,12 +1,12 @@
-"""``python -m nnue.get_net``: keeps a good file, exports from Stockfish, explains when it cannot."""
+"""``python -m nnue.tools.get_net``: keeps a good file, exports from Stockfish, explains when it cannot."""
 
 import os
 import shutil
 
 import pytest
 
-from nnue import get_net
 from nnue.netpath import DEFAULT_NET_NAME, DEFAULT_NET_SHA256, sha256_of
+from nnue.tools import get_net
 
 
 def test_present_file_is_kept(nnue_net, tmp_path, monkeypatch):

@@ -38,7 +38,7 @@ def test_short_mates_found_with_exact_distance(searcher, fen, dm):
 
 def test_most_easy_wac_positions_solved(searcher):
     """The first 40 Win At Chess positions at depth 8: an engine worth the name solves most."""
-    from engine.epdtest import read_epd
+    from engine.tools.epdtest import read_epd
     from engine.notation import move_to_uci
     rows = read_epd(os.path.join(DATA, "tactics", "wac_revised_arasan_wacnew.epd"))[:40]
     solved = 0

@@ -17,7 +17,7 @@ def bench_command(depth, hash_mb, net_path, small_path, kernel):
     A Stockfish 15.1 --net evaluates alone; a 17.1 big --net is paired with its small net."""
     from engine.searcher import Searcher
     from nnue.netpair import load_nets
-    from uci.bench import run_bench
+    from engine.bench import run_bench
     try:
         net = load_nets(net_path, small_path)
     except (OSError, ValueError) as exc:

@@ -346,7 +346,7 @@ class UciEngine:
 
     def cmd_bench(self, args):
         self.ensure_ready()
-        from uci.bench import run_bench
+        from engine.bench import run_bench
         depth = int(args[0]) if args and args[0].isdigit() else None
         run_bench(self._searcher, depth, self.send)
 

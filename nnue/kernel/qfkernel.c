@@ -652,7 +652,7 @@ QF_API int64_t qf_cpu_features(void)
 }
 
 /* Identifies the sources and flags the library was built from (checked by nnue/ckernel.py). The marker
-   lets nnue/build_kernel.py read it from the file without loading the library. */
+   lets nnue/tools/build_kernel.py read it from the file without loading the library. */
 static const char qf_build_id_str[] = "QFKERNEL-BUILD-ID:" QF_BUILD_ID ";";
 
 QF_API const char *qf_build_id(void)

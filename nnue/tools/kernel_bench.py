@@ -1,6 +1,6 @@
 """Micro-benchmark of the NNUE hot paths: Numba path against every C kernel variant this CPU runs.
 
-    python -m nnue.kernel_bench [--net PATH] [--runs 5] [--positions 300] [--variants avx512vnni,avx2]
+    python -m nnue.tools.kernel_bench [--net PATH] [--runs 5] [--positions 300] [--variants avx512vnni,avx2]
 
 Per path it prints, as the median of ``--runs`` short runs (timed loops run inside compiled code):
 * forward : layer-stack passes per second (transform + non-zero groups + sparse fc_0 + fc_1/fc_2) on the
@@ -18,19 +18,21 @@ from __future__ import annotations
 
 import argparse
 import csv
+import random
 import statistics
 import sys
 import time
 
+import chess
 import numpy as np
 from numba import njit
 
-from engine.fen import parse_fen
 from nnue import ckernel
 from nnue.accumulator import ensure_accumulator, make_stack, refresh, refresh_ply, update
 from nnue.inference import forward, make_scratch
 from nnue.netfile import FT_BIAS, load_net
 from nnue.netpath import resolve_net_path
+from nnue.pychess_bridge import dirty_pieces, mailbox, set_dirty, side_to_move
 
 TSV = "/work/shared/data/nnue/sf15.1_reference.tsv"
 STACK = ckernel.make_cstack     # accumulator stacks for every path (--numpy-stacks: accumulator.make_stack)
@@ -190,21 +192,16 @@ def reference_positions(arrays, n):
     boards = np.zeros((len(rows), 64), np.int8)
     kings = np.zeros((len(rows), 2), np.int64)
     for i, r in enumerate(rows):
-        pos = parse_fen(r["fen"])
-        boards[i] = pos.board
+        board = chess.Board(r["fen"])
+        boards[i] = mailbox(board)
         refresh_ply(arrays, acc, psqt, computed, i, boards[i])
-        sides[i] = pos.side
+        sides[i] = side_to_move(board)
         buckets[i] = int(r["bucket"])
         kings[i] = [int(np.nonzero(boards[i] == 6)[0][0]), int(np.nonzero(boards[i] == 14)[0][0])]
     return acc, psqt, sides, buckets, boards, kings
 
 
 def games(n_games, plies, seed=7):
-    import random
-
-    import chess
-
-    from nnue.pychess_bridge import dirty_pieces, mailbox, set_dirty
     rng = random.Random(seed)
     out = []
     for _ in range(n_games):

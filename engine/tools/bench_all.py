@@ -1,12 +1,14 @@
 """`make bench`: every speed figure side by side in one run, with Stockfish's where it is installed.
 
-    python -m engine.bench_all [--runs N] [--bench-depth D] [--startup] [--skip-nnue]
+    python -m engine.tools.bench_all [--runs N] [--bench-depth D] [--startup] [--skip-nnue]
 
 Perft (bulk-counted leaves) on the start position to depth 6 and Kiwipete to depth 5, next to
 python-chess on the same positions (at smaller depths: it is ~1000x slower) and Stockfish's
-``go perft``; the search bench with each evaluation path (C kernel, Numba) next to ``stockfish bench 16 1 13``; NNUE evaluations per second
-(``nnue.bench``) and the C kernel against the Numba path (``nnue.kernel_bench``). With ``--startup``, the cold (empty Numba cache) and warm start of ``quantfish perft``
-measured on a temporary copy of the package. Each Quantfish figure is the median of ``--runs`` runs.
+``go perft``; the search bench (``engine.bench.run_bench``) with each evaluation path (C kernel, Numba)
+next to ``stockfish bench 16 1 13``; NNUE evaluations per second (``nnue.tools.bench``) and the C kernel
+against the Numba path (``nnue.tools.kernel_bench``). With ``--startup``, the cold (empty Numba cache) and
+warm start of ``quantfish perft`` measured on a temporary copy of the package (run as a subprocess, so this
+tool imports nothing from ``uci``). Each Quantfish figure is the median of ``--runs`` runs.
 """
 import argparse
 import os
@@ -113,7 +115,7 @@ def quantfish_bench_nps(depth, runs, kernels=("c", "numba")):
     from engine.searcher import Searcher
     from nnue.netfile import load_net
     from nnue.netpath import resolve_net_path
-    from uci.bench import run_bench
+    from engine.bench import run_bench
     net = load_net(resolve_net_path())
     searchers = {}
     for mode in kernels:
@@ -128,7 +130,7 @@ def quantfish_bench_nps(depth, runs, kernels=("c", "numba")):
 
 def startup_times():
     """Cold and warm `perft 1` start of a copy of the package with no Numba cache."""
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     with tempfile.TemporaryDirectory() as tmp:
         for pkg in ("engine", "nnue", "uci"):
             shutil.copytree(os.path.join(root, pkg), os.path.join(tmp, pkg),
@@ -176,10 +178,10 @@ def main(argv=None):
 
     if not args.skip_nnue:
         print("== NNUE evaluations (Numba path, with Stockfish for comparison) ==", flush=True)
-        from nnue import bench as nnue_bench
+        from nnue.tools import bench as nnue_bench
         nnue_bench.main(["--runs", str(max(3, args.runs))])
         print("== NNUE kernel: C variants against the Numba path ==", flush=True)
-        from nnue import kernel_bench
+        from nnue.tools import kernel_bench
         kernel_bench.main(["--runs", str(max(3, args.runs))])
 
     if args.startup:

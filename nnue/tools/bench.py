@@ -1,6 +1,6 @@
 """NNUE speed: evaluations per second from scratch and incrementally along game move sequences.
 
-    python -m nnue.bench [--net PATH] [--net-big PATH] [--net-small PATH] [--games N] [--plies N] [--runs N]
+    python -m nnue.tools.bench [--net PATH] [--net-big PATH] [--net-small PATH] [--games N] [--plies N] [--runs N]
                          [--no-stockfish] [--no-17]
 
 Measured for the 15.1 net (``--net``) and, when a Stockfish 17.1 pair is found (``--net-big``/``--net-small``,

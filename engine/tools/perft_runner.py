@@ -1,4 +1,4 @@
-"""Perft from the command line: one position (optionally divided) or a whole EPD suite."""
+"""``quantfish perft``: one position (optionally divided) or a whole EPD suite, with timings on stderr."""
 import sys
 import time
 

@@ -1,4 +1,4 @@
-"""Put Stockfish 15.1's net in place: ``python -m nnue.get_net [--dest nets/]``.
+"""Put Stockfish 15.1's net in place: ``python -m nnue.tools.get_net [--dest nets/]``.
 
 Order: keep an existing file with the right sha256; else download it from the Stockfish test server
 (short timeout); else export it from an installed Stockfish 15.1 binary (``export_net``); else print what

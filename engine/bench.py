@@ -1,11 +1,12 @@
-"""``bench``: a fixed set of positions searched to a fixed depth from an empty hash.
+"""The search bench: a fixed set of positions searched to a fixed depth from an empty hash.
 
-The total node count is a signature of the search: any change to its behaviour changes it.
+Shared by the UCI ``bench`` command and ``quantfish bench``, so it sits at the engine level. The total node
+count is a signature of the search: any change to its behaviour changes it (tests/test_signature.py).
 """
 import time
 
-from engine.fen import parse_fen
 from engine.bench_positions import BENCH_FENS
+from engine.fen import parse_fen
 from engine.searcher import Limits
 
 DEFAULT_DEPTH = 13

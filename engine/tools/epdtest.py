@@ -1,6 +1,6 @@
 """Runs a tactical EPD suite (``bm``/``am`` operations) and counts the solved positions.
 
-    python -m engine.epdtest FILE [--movetime MS] [--depth D] [--hash MB] [--limit N]
+    python -m engine.tools.epdtest FILE [--movetime MS] [--depth D] [--hash MB] [--limit N]
 
 A position is solved when the move chosen at the end is one of the ``bm`` moves (or none of the
 ``am`` moves). SAN in the suite is read with python-chess.

@@ -1,6 +1,6 @@
 """Build the C NNUE kernel (``nnue/kernel/qfkernel.c``, ``qfkernel.h``) into ``nnue/kernel/libqfkernel.so``.
 
-    python -m nnue.build_kernel [--force] [--cc gcc] [--quiet]
+    python -m nnue.tools.build_kernel [--force] [--cc gcc] [--quiet]
 
 The source is compiled once per instruction set (scalar always; AVX2, AVX-512 and AVX-512 VNNI on x86-64
 when the compiler accepts the flags) and the objects are linked into one shared library. Which variant
@@ -24,9 +24,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-KERNEL_DIR = Path(__file__).resolve().parent / "kernel"
-SOURCE = KERNEL_DIR / "qfkernel.c"
-LIBRARY = KERNEL_DIR / "libqfkernel.so"
+from nnue.kernelfiles import LIBRARY, SOURCE, source_bytes, source_id
 
 COMMON_FLAGS = ["-O3", "-std=gnu11", "-fPIC", "-fvisibility=hidden", "-fwrapv", "-fno-strict-aliasing",
                 "-Wall", "-Wextra", "-Wno-unused-function"]
@@ -71,23 +69,14 @@ def variants_for_platform():
     return ([SCALAR_VARIANT] + X86_VARIANTS) if is_x86_64() else [SCALAR_VARIANT]
 
 
-def _source_bytes() -> bytes:
-    return b"".join(f.name.encode() + b"\0" + f.read_bytes() for f in sorted(KERNEL_DIR.glob("*.[ch]")))
-
-
 def build_id(cc: str) -> str:
     """Hash of the kernel sources, the flags of every variant and the compiler version."""
     h = hashlib.sha256()
-    h.update(_source_bytes())
+    h.update(source_bytes())
     for name, sym, flags in variants_for_platform():
         h.update(f"{name}:{sym}:{' '.join(COMMON_FLAGS + flags)}\n".encode())
     h.update(_compiler_version(cc).encode())
     return h.hexdigest()[:16]
-
-
-def source_id() -> str:
-    """Hash of the kernel sources only (the loader compares it with the library's build id prefix)."""
-    return hashlib.sha256(_source_bytes()).hexdigest()[:12]
 
 
 def full_build_id(cc: str) -> str:
