@@ -10,6 +10,9 @@ type's width (int16 / int32, at most ceil(bits/7) bytes), and the payload presen
 hashes and EOF as for 15.1. Anything wrong raises ``NetFileError`` naming the problem with expected and
 found values.
 
+The layout is not written out here: the reader and the writer walk the tensors that ``nnue.architecture``
+declares (the FT's, then each layer stack's hash and the tensors of its layers in order).
+
 ``Net.arrays()`` gives the weights as one plain tuple for compiled code; the index constants below name
 its slots.
 """
@@ -25,8 +28,7 @@ import numpy as np
 
 from nnue import leb128
 from nnue.architecture import (
-    FC2_OUT, LEB128_MAGIC, SF15_1_L1, VERSION, Architecture, architecture_from_header_hash,
-    architecture_from_raw_size,
+    LEB128_MAGIC, SF15_1_L1, VERSION, Architecture, architecture_from_header_hash, architecture_from_raw_size,
 )
 
 # Slots of the tuple handed to compiled code (see Net.arrays).
@@ -191,36 +193,22 @@ def load_net(path) -> Net:
                                f"found {len(data) - expected} extra bytes")
 
     r.check_hash(arch.ft_hash, "feature transformer hash")
-    nf, l1, nb = arch.num_features, arch.l1, arch.psqt_buckets
-    if compressed:
-        ft_bias = r.leb128(np.int16, (l1,), "FT biases")
-        ft_weights = r.leb128(np.int16, (nf, l1), "FT weights")
-        ft_psqt = r.leb128(np.int32, (nf, nb), "FT PSQT weights")
-    else:
-        ft_bias = r.array(np.int16, (l1,), "FT biases")
-        ft_weights = r.array(np.int16, (nf, l1), "FT weights")
-        ft_psqt = r.array(np.int32, (nf, nb), "FT PSQT weights")
+    read_ft = r.leb128 if compressed else r.array
+    tensors = {t.field: read_ft(t.dtype, t.shape, t.what) for t in arch.ft_tensors}
 
     ns = arch.layer_stacks
-    b0 = np.empty((ns, arch.fc0_out), np.int32)
-    w0 = np.empty((ns, arch.fc0_out, arch.fc0_in_padded), np.int8)
-    b1 = np.empty((ns, arch.fc1_out), np.int32)
-    w1 = np.empty((ns, arch.fc1_out, arch.fc1_in_padded), np.int8)
-    b2 = np.empty(ns, np.int32)
-    w2 = np.empty((ns, arch.fc2_in_padded), np.int8)
+    stack_tensors = arch.stack_tensors
+    for t in stack_tensors:
+        tensors[t.field] = np.empty((ns,) + t.shape, t.dtype)
     for s in range(ns):
         r.check_hash(arch.network_hash, f"layer stack {s} hash")
-        b0[s] = r.array(np.int32, (arch.fc0_out,), f"stack {s} fc_0 biases")
-        w0[s] = r.array(np.int8, w0.shape[1:], f"stack {s} fc_0 weights")
-        b1[s] = r.array(np.int32, (arch.fc1_out,), f"stack {s} fc_1 biases")
-        w1[s] = r.array(np.int8, w1.shape[1:], f"stack {s} fc_1 weights")
-        b2[s] = r.array(np.int32, (FC2_OUT,), f"stack {s} fc_2 bias")[0]
-        w2[s] = r.array(np.int8, w2.shape[1:], f"stack {s} fc_2 weights")
+        for t in stack_tensors:
+            tensors[t.field][s] = r.array(t.dtype, t.shape, f"stack {s} {t.what}")
 
     if r.pos != len(data):
         raise NetFileError(f"{path}: trailing bytes: expected end of file at offset {r.pos}, "
                            f"found {len(data) - r.pos} extra bytes")
-    return Net(arch, description, ft_bias, ft_weights, ft_psqt, b0, w0, b1, w1, b2, w2, path=path)
+    return Net(arch, description, **tensors, path=path)
 
 
 def _leb128_block(values: np.ndarray) -> bytes:
@@ -236,15 +224,13 @@ def net_bytes(net: Net) -> bytes:
     le = lambda arr, dt: np.ascontiguousarray(arr, dtype=np.dtype(dt).newbyteorder("<")).tobytes()
     parts = [struct.pack("<III", VERSION, a.header_hash, len(net.description)), net.description,
              struct.pack("<I", a.ft_hash)]
-    if a.compressed_ft:
-        parts += [_leb128_block(net.ft_bias), _leb128_block(net.ft_weights), _leb128_block(net.ft_psqt)]
-    else:
-        parts += [le(net.ft_bias, np.int16), le(net.ft_weights, np.int16), le(net.ft_psqt, np.int32)]
+    for t in a.ft_tensors:
+        values = getattr(net, t.field)
+        parts.append(_leb128_block(values) if a.compressed_ft else le(values, t.dtype))
+    stack_tensors = a.stack_tensors
     for s in range(a.layer_stacks):
-        parts += [struct.pack("<I", a.network_hash),
-                  le(net.b0[s], np.int32), le(net.w0[s], np.int8),
-                  le(net.b1[s], np.int32), le(net.w1[s], np.int8),
-                  le(net.b2[s:s + 1], np.int32), le(net.w2[s], np.int8)]
+        parts.append(struct.pack("<I", a.network_hash))
+        parts += [le(getattr(net, t.field)[s], t.dtype) for t in stack_tensors]
     return b"".join(parts)
 
 
