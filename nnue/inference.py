@@ -1,11 +1,12 @@
 """Integer forward pass from accumulators to (psqt, positional), compiled (docs/nnue-sf15.1.md sections 4-5).
 
 transform: clamp both halves of each perspective's accumulator to [0, 127], multiply pairwise, >> 7; the
-side to move's half comes first. For Stockfish 17.1 nets (``PARAMS[P_FT_SHIFT] = 1``, nnue-sf17.1.md section 4)
-the accumulator is first doubled with int16 wrapping (Stockfish doubles the FT at load), then clamped to
-[0, 254] and the product shifted by 9: one formula, ``clamp(int16(acc << s), 0, 127 << s)`` and ``>> 7 + 2s``. fc_0 runs sparsely over the non-zero bytes of the transformed
-input (same sum as the dense layer), then SqrClippedReLU and ClippedReLU of fc_0 outputs 0..14 feed fc_1,
-ClippedReLU, fc_2, and fc_0 output 15 is forwarded as ``fc0[15] * 9600 / 8128``.
+side to move's half comes first. For Stockfish 17.1 nets (``net.params[P_FT_SHIFT] = 1``, nnue-sf17.1.md
+section 4) the accumulator is first doubled with int16 wrapping (Stockfish doubles the FT at load), then
+clamped to [0, 254] and the product shifted by 9: one formula, ``clamp(int16(acc << s), 0, 127 << s)`` and
+``>> 7 + 2s``. fc_0 runs sparsely over the non-zero bytes of the transformed input (same sum as the dense
+layer), then SqrClippedReLU and ClippedReLU of fc_0 outputs 0..14 feed fc_1, ClippedReLU, fc_2, and fc_0
+output 15 is forwarded as ``fc0[15] * 9600 / 8128``.
 
 No function here allocates: the caller passes a scratch tuple from ``make_scratch``.
 """
@@ -15,7 +16,7 @@ from numba import njit
 
 from nnue.architecture import FC0_OUT, FC1_OUT
 from nnue.intmath import tdiv, wrap32
-from nnue.netfile import B0, B1, B2, P_FT_SHIFT, PARAMS, W0T, W1, W2
+from nnue.netfile import P_FT_SHIFT
 
 N_HIDDEN = FC0_OUT - 1          # fc_0 outputs that feed fc_1 (the last one is the skip connection)
 FWD_MUL = 9600                  # 600 * OutputScale(16)
@@ -144,15 +145,15 @@ def positional_value(net, bucket, x, nzb, n, work):
     fc0 = work[0:16]
     l1in = work[16:48]
     cr1 = work[48:80]
-    fc0_sparse(net[W0T][bucket], net[B0][bucket], x, nzb, n, fc0)
-    return head(fc0, net[B1][bucket], net[W1][bucket], net[B2][bucket], net[W2][bucket], l1in, cr1)
+    fc0_sparse(net.w0t[bucket], net.b0[bucket], x, nzb, n, fc0)
+    return head(fc0, net.b1[bucket], net.w1[bucket], net.b2[bucket], net.w2[bucket], l1in, cr1)
 
 
 @njit(cache=True, nogil=True)
 def forward(net, acc, psqt, ply, side, bucket, scratch):
     """Fast search path: (psqt, positional) of one bucket for the accumulators at ``ply``."""
     x, nzb, work = scratch
-    n = transform(acc, ply, side, x, nzb, net[PARAMS][P_FT_SHIFT])
+    n = transform(acc, ply, side, x, nzb, net.params[P_FT_SHIFT])
     return psqt_value(psqt, ply, side, bucket), positional_value(net, bucket, x, nzb, n, work)
 
 
@@ -160,7 +161,7 @@ def forward(net, acc, psqt, ply, side, bucket, scratch):
 def forward_all(net, acc, psqt, ply, side, psqt_out, pos_out, scratch):
     """All buckets (for the eval report): fills psqt_out[8] and pos_out[8]."""
     x, nzb, work = scratch
-    n = transform(acc, ply, side, x, nzb, net[PARAMS][P_FT_SHIFT])
+    n = transform(acc, ply, side, x, nzb, net.params[P_FT_SHIFT])
     for b in range(psqt_out.shape[0]):
         psqt_out[b] = psqt_value(psqt, ply, side, b)
         pos_out[b] = positional_value(net, b, x, nzb, n, work)

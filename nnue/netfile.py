@@ -13,8 +13,9 @@ found values.
 The layout is not written out here: the reader and the writer walk the tensors that ``nnue.architecture``
 declares (the FT's, then each layer stack's hash and the tensors of its layers in order).
 
-``Net.arrays()`` gives the weights as one plain tuple for compiled code; the index constants below name
-its slots.
+``Net.arrays()`` gives the weights to compiled code as a ``NetArrays`` named tuple, read by field name
+(``net.w0t``); ``NET_ARRAYS_SPEC`` declares each field's dtype and ndim (``nnue.netdir`` derives its table
+from it).
 """
 
 from __future__ import annotations
@@ -23,17 +24,43 @@ import os
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
 from nnue import leb128
 from nnue.architecture import (
-    LEB128_MAGIC, SF15_1_L1, VERSION, Architecture, architecture_from_header_hash, architecture_from_raw_size,
+    BIAS_DTYPE, FT_DTYPE, LEB128_MAGIC, PSQT_DTYPE, SF15_1_L1, VERSION, WEIGHT_DTYPE, Architecture,
+    architecture_from_header_hash, architecture_from_raw_size,
 )
+from nnue.rawview import ArraySpec, check_arrays
 
-# Slots of the tuple handed to compiled code (see Net.arrays).
-FT_BIAS, FT_WEIGHTS, FT_PSQT, B0, W0, W0T, B1, W1, B2, W2, PARAMS = range(11)
-# Entries of the int32 array in slot PARAMS.
+
+class NetArrays(NamedTuple):
+    """A net's parameters as compiled code reads them (``Net.arrays()``); Numba reads the fields by name."""
+
+    ft_bias: np.ndarray      # int16[L1]
+    ft_weights: np.ndarray   # int16[features, L1]
+    ft_psqt: np.ndarray      # int32[features, psqt_buckets]
+    b0: np.ndarray           # int32[stacks, 16]
+    w0: np.ndarray           # int8[stacks, 16, L1 padded]
+    w0t: np.ndarray          # int8[stacks, L1 padded, 16]: w0 by input, for the sparse fc_0
+    b1: np.ndarray           # int32[stacks, 32]
+    w1: np.ndarray           # int8[stacks, 32, 32]
+    b2: np.ndarray           # int32[stacks]
+    w2: np.ndarray           # int8[stacks, 32]
+    params: np.ndarray       # int32[2]: entries P_GENERATION, P_FT_SHIFT
+
+
+# dtype and ndim of each field, the one statement of them (Net.arrays checks them, nnue.netdir uses them).
+NET_ARRAYS_SPEC = NetArrays(
+    ft_bias=ArraySpec(FT_DTYPE, 1), ft_weights=ArraySpec(FT_DTYPE, 2), ft_psqt=ArraySpec(PSQT_DTYPE, 2),
+    b0=ArraySpec(BIAS_DTYPE, 2), w0=ArraySpec(WEIGHT_DTYPE, 3), w0t=ArraySpec(WEIGHT_DTYPE, 3),
+    b1=ArraySpec(BIAS_DTYPE, 2), w1=ArraySpec(WEIGHT_DTYPE, 3),
+    b2=ArraySpec(BIAS_DTYPE, 1), w2=ArraySpec(WEIGHT_DTYPE, 2),
+    params=ArraySpec(np.int32, 1))
+
+# Entries of the int32 array ``NetArrays.params``.
 P_GENERATION = 0     # architecture.GEN_* (which evaluation formulas apply)
 P_FT_SHIFT = 1       # 1: FT doubled at load (clamp 0..254, >> 9), 0: clamp 0..127, >> 7
 
@@ -58,27 +85,31 @@ class Net:
     b2: np.ndarray           # int32[stacks]
     w2: np.ndarray           # int8[stacks, 32]
     path: str = ""
-    _tuple: tuple = field(default=None, repr=False)
+    _tuple: NetArrays = field(default=None, repr=False)
 
     @property
     def description_text(self) -> str:
         return self.description.decode("utf-8", errors="replace")
 
-    def arrays(self) -> tuple:
-        """The parameters as a tuple of C-contiguous arrays for compiled code (built once).
+    def arrays(self) -> NetArrays:
+        """The parameters as C-contiguous arrays for compiled code (built once).
 
-        Slot ``W0T`` is fc_0's weights transposed to [stack][input][output] so that the sparse fc_0 reads
-        16 contiguous weights per non-zero input. Slot ``PARAMS`` is int32[2]: the generation and the FT
+        ``w0t`` is fc_0's weights transposed to [stack][input][output] so that the sparse fc_0 reads
+        16 contiguous weights per non-zero input. ``params`` is int32[2]: the generation and the FT
         shift (see ``P_GENERATION``, ``P_FT_SHIFT``). The FT tensors stay in file units (not doubled): the
         accumulators sum file values with int16 wrapping, and the 17.1 transform doubles them with int16
         wrapping, which gives exactly Stockfish 17.1's doubled accumulator (doubling commutes with
         addition modulo 2^16).
         """
         if self._tuple is None:
-            w0t = np.ascontiguousarray(self.w0.transpose(0, 2, 1))
-            params = np.array([self.arch.generation, self.arch.ft_shift], np.int32)
-            self._tuple = (self.ft_bias, self.ft_weights, self.ft_psqt, self.b0, self.w0, w0t,
-                           self.b1, self.w1, self.b2, self.w2, params)
+            params = np.zeros(2, np.int32)
+            params[P_GENERATION] = self.arch.generation
+            params[P_FT_SHIFT] = self.arch.ft_shift
+            arrays = NetArrays(self.ft_bias, self.ft_weights, self.ft_psqt, self.b0, self.w0,
+                               np.ascontiguousarray(self.w0.transpose(0, 2, 1)), self.b1, self.w1, self.b2,
+                               self.w2, params)
+            check_arrays(NET_ARRAYS_SPEC, arrays, "Net.arrays()")
+            self._tuple = arrays
         return self._tuple
 
     @property

@@ -19,7 +19,7 @@ from engine.fen import parse_fen
 from nnue import build_kernel, ckernel
 from nnue.accumulator import ensure_accumulator, make_stack, refresh, refresh_ply
 from nnue.inference import fc0_sparse, find_nnz, forward, forward_all, head, make_scratch, transform_half
-from nnue.netfile import B0, B1, B2, FT_BIAS, FT_PSQT, FT_WEIGHTS, P_FT_SHIFT, PARAMS, W0, W0T, W1, W2
+from nnue.netfile import P_FT_SHIFT, NetArrays
 from tests.shared import NNUE_DATA, require
 
 REPO = Path(__file__).resolve().parent.parent
@@ -337,7 +337,7 @@ def _refresh_both_c(kf, cnet, acc, psqt, computed, board, scratch):
 
 
 def test_forward_on_reference_positions(kf, nnue_arrays, cnet):
-    l1 = nnue_arrays[FT_BIAS].shape[0]
+    l1 = nnue_arrays.ft_bias.shape[0]
     acc, psqt, computed, _, _ = make_stack(l1, 1)
     acc_c, psqt_c, computed_c, _, _ = make_stack(l1, 1)
     scratch = make_scratch(l1)
@@ -431,7 +431,7 @@ def _play_c(kf, cnet, boards, kings, dirty, ndirty, acc, psqt, computed, cache, 
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_incremental_and_refresh_cache_along_games(kf, nnue_arrays, cnet, seed):
     """Lazy incremental updates, with and without the refresh cache, in both paths, equal full refreshes."""
-    l1 = nnue_arrays[FT_BIAS].shape[0]
+    l1 = nnue_arrays.ft_bias.shape[0]
     boards, kings, dirty, ndirty, _ = _game_sequence(160, seed)
     n = boards.shape[0]
     full = np.zeros((n, 2, l1), np.int16)
@@ -459,7 +459,7 @@ def test_incremental_and_refresh_cache_along_games(kf, nnue_arrays, cnet, seed):
 
 def test_refresh_cache_random_boards(kf, nnue_arrays, cnet):
     """Repeated cached refreshes on unrelated boards (large diffs, same king squares) stay exact."""
-    l1 = nnue_arrays[FT_BIAS].shape[0]
+    l1 = nnue_arrays.ft_bias.shape[0]
     rng = np.random.default_rng(11)
     cache_c = ckernel.make_refresh_cache(cnet)
     cache_n = ckernel.make_refresh_cache(nnue_arrays)
@@ -491,16 +491,14 @@ def test_other_l1_widths_forward(kf, ft_shift):
         bias, w, pw = _net_like(rng, l1, nf=nf)
         w0 = rng.integers(-128, 128, size=(s, 16, l1)).astype(np.int8)
         w1 = rng.integers(-128, 128, size=(s, 32, 32)).astype(np.int8)
-        slots = {FT_BIAS: bias, FT_WEIGHTS: w, FT_PSQT: pw,
-                 B0: rng.integers(-3000, 3000, size=(s, 16)).astype(np.int32), W0: w0,
-                 W0T: np.ascontiguousarray(w0.transpose(0, 2, 1)),
-                 B1: rng.integers(-3000, 3000, size=(s, 32)).astype(np.int32), W1: w1,
-                 B2: rng.integers(-3000, 3000, size=s).astype(np.int32),
-                 W2: rng.integers(-128, 128, size=(s, 32)).astype(np.int8)}
         params = np.zeros(2, np.int32)
         params[P_FT_SHIFT] = ft_shift
-        slots[PARAMS] = params
-        arrays = tuple(slots[i] for i in range(len(slots)))
+        arrays = NetArrays(ft_bias=bias, ft_weights=w, ft_psqt=pw,
+                           b0=rng.integers(-3000, 3000, size=(s, 16)).astype(np.int32), w0=w0,
+                           w0t=np.ascontiguousarray(w0.transpose(0, 2, 1)),
+                           b1=rng.integers(-3000, 3000, size=(s, 32)).astype(np.int32), w1=w1,
+                           b2=rng.integers(-3000, 3000, size=s).astype(np.int32),
+                           w2=rng.integers(-128, 128, size=(s, 32)).astype(np.int8), params=params)
         cn = ckernel.make_cnet(arrays)
         assert cn.params[0] == ft_shift
         acc = rng.integers(-60, 200, size=(1, 2, l1)).astype(np.int16)
@@ -523,7 +521,7 @@ def test_sf17_reference_positions(kf, nnue17_pair):
         arrays = net.arrays()
         cn = ckernel.make_cnet(arrays)
         assert cn.params[0] == 1
-        l1 = arrays[FT_BIAS].shape[0]
+        l1 = arrays.ft_bias.shape[0]
         acc, psqt, computed, _, _ = make_stack(l1, 1)
         cscratch = ckernel.make_cscratch(l1)
         p_c, q_c = np.zeros(8, np.int64), np.zeros(8, np.int64)

@@ -91,6 +91,8 @@ def test_loaded_shapes(nnue_net):
     assert not n.w1[:, :, 30:].any()          # fc_1 padding columns are zero in this net
     t = n.arrays()
     assert all(a.flags.c_contiguous for a in t)
+    assert t.w0t.shape == (8, 1024, 16) and t.w0t[3, 100, 7] == n.w0[3, 7, 100]
+    assert t.params.tolist() == [architecture.GEN_SF15_1, 0]
 
 
 def test_write_round_trip_is_byte_identical(nnue_net, net_bytes_15, tmp_path):
