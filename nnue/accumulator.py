@@ -37,8 +37,9 @@ from numba import njit
 
 from nnue.features import feature_index, king_bucket_offset, king_square, orient, piece_plane
 
-NO_SQ = 64
-MAX_DIRTY = 3
+# The move record (``dirty`` rows, see above), defined here only (nnue.ckernel and pychess_bridge import it).
+NO_SQ = 64         # "no square": the piece appears (from) or disappears (to)
+MAX_DIRTY = 3      # at most 3 pieces change per move (capture-promotion, castling is 2)
 
 
 def make_stack(l1: int, max_ply: int, psqt_buckets: int = 8):

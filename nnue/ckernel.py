@@ -38,8 +38,9 @@ With ``kf = kernel.funcs if kernel.is_c else placeholder_funcs()`` one compiled 
 (same Numba types) and choose per call with a flag.
 
 ``cnet = make_cnet(net)`` (built once) re-lays fc_0 and fc_1 for the kernel and makes the FT weights 64-byte
-aligned (a copy unless they already are). ``make_cstack`` is ``accumulator.make_stack`` with aligned rows.
-``scratch = make_cscratch(l1)`` is (x uint8[l1], nnz int32[l1/4 + 16], work int32[128]), the same shape as
+aligned (a copy unless they already are); it refuses a net whose layer shapes are not the ones the kernel is
+written for (``nnue.architecture``'s). ``make_cstack`` is ``accumulator.make_stack`` with aligned rows.
+``scratch = make_cscratch(l1)`` is (x uint8[l1], nnz int32[l1/4 + 16], work int32[WORK_SIZE]), the same shape as
 ``inference.make_scratch`` (whose buffers also fit). One scratch per thread.
 
 Refresh cache
@@ -65,10 +66,13 @@ import numpy as np
 from numba import njit
 
 from nnue import build_kernel
+from nnue.accumulator import MAX_DIRTY, NO_SQ, update
 from nnue.accumulator import nearest_computed as _nearest_computed
-from nnue.accumulator import update
-from nnue.architecture import BIAS_DTYPE, WEIGHT_DTYPE
+from nnue.architecture import (
+    BIAS_DTYPE, FC0_OUT, FC1_IN_PADDED, FC1_OUT, FC2_IN_PADDED, MAX_FT_SHIFT, WEIGHT_DTYPE,
+)
 from nnue.features import active_features, king_bucket_offset, king_square, orient, piece_plane
+from nnue.inference import WORK_SIZE
 from nnue.intmath import tdiv
 from nnue.netfile import NET_ARRAYS_SPEC, P_FT_SHIFT
 from nnue.rawview import ArraySpec, check_arrays
@@ -84,12 +88,6 @@ VARIANT_NEEDS = {"avx512vnni": CPU_AVX2 | CPU_AVX512 | CPU_AVX512VNNI, "avx512":
                  "avx2": CPU_AVX2, "scalar": 0}
 SIMD_VARIANTS = ("avx512vnni", "avx512", "avx2")
 
-NO_SQ = 64
-MAX_DIRTY = 3
-FC0_OUT = 16
-FC1_OUT = 32
-FC1_IN = 32
-WORK_SIZE = 128
 ALIGN = 64
 
 _P = ctypes.c_void_p
@@ -333,7 +331,8 @@ def make_cnet(net, ft_shift: Optional[int] = None, align_ft: bool = True) -> CNe
     0 for 15.1 nets, 1 for 17.1 nets; by default it is read from the net's ``params``.
     ``align_ft`` (default) makes the FT weights 64-byte aligned: refreshes and updates are 1.2-1.5x faster
     (a misaligned 64-byte row chunk spans two cache lines). The array is shared when it is aligned already,
-    else copied (46 MB for the 15.1 net); pass False to always share."""
+    else copied (46 MB for the 15.1 net); pass False to always share. The kernel is written for the widths of
+    ``nnue.architecture``: a net whose layers have other shapes is refused."""
     a = net.arrays() if hasattr(net, "arrays") else net
     if ft_shift is None:
         ft_shift = int(a.params[P_FT_SHIFT])
@@ -341,18 +340,21 @@ def make_cnet(net, ft_shift: Optional[int] = None, align_ft: bool = True) -> CNe
     l1 = ft_bias.shape[0]
     if l1 % 8 or ft_w.shape[1] != l1:
         raise ValueError(f"the kernel needs L1 to be a multiple of 8 (L1 = {l1})")
-    w0 = np.asarray(a.w0)
-    if w0.shape[1] != FC0_OUT or w0.shape[2] != l1 or a.w1.shape[1:] != (FC1_OUT, FC1_IN):
-        raise ValueError(f"unexpected layer shapes: fc_0 {w0.shape}, fc_1 {a.w1.shape}")
-    if ft_shift not in (0, 1):
-        raise ValueError(f"the kernel supports ft_shift 0 or 1, not {ft_shift}")
+    stacks = a.w0.shape[0]
+    want = {"fc_0": (stacks, FC0_OUT, l1), "fc_1": (stacks, FC1_OUT, FC1_IN_PADDED),
+            "fc_2": (stacks, FC2_IN_PADDED)}
+    found = {"fc_0": a.w0.shape, "fc_1": a.w1.shape, "fc_2": a.w2.shape}
+    if found != want:
+        raise ValueError(f"the kernel is written for other layer shapes: weights {found}, kernel {want}")
+    if not 0 <= ft_shift <= MAX_FT_SHIFT:
+        raise ValueError(f"the kernel supports ft_shift 0..{MAX_FT_SHIFT}, not {ft_shift}")
     w1 = np.asarray(a.w1)
-    w1g = aligned_copy(w1.reshape(w1.shape[0], FC1_OUT, FC1_IN // 4, 4).transpose(0, 2, 1, 3))
+    w1g = aligned_copy(w1.reshape(stacks, FC1_OUT, FC1_IN_PADDED // 4, 4).transpose(0, 2, 1, 3))
     spec = CNET_SPEC
     cnet = CNet(np.ascontiguousarray(ft_bias),
                 aligned_copy(ft_w) if align_ft and ft_w.ctypes.data % ALIGN else np.ascontiguousarray(ft_w),
                 np.ascontiguousarray(ft_p),
-                aligned_copy(a.b0.astype(spec.b0.dtype)), fc0_grouped(w0),
+                aligned_copy(a.b0.astype(spec.b0.dtype)), fc0_grouped(np.asarray(a.w0)),
                 aligned_copy(a.b1.astype(spec.b1.dtype)), w1g,
                 np.ascontiguousarray(a.b2, dtype=spec.b2.dtype), aligned_copy(a.w2.astype(spec.w2.dtype)),
                 np.array([ft_shift], spec.params.dtype))
@@ -369,7 +371,7 @@ def make_cstack(l1: int, max_ply: int, psqt_buckets: int = 8):
 
 
 def make_cscratch(l1: int):
-    """(x uint8[l1], nnz int32[l1/4 + 16], work int32[128]), 64-byte aligned; one per thread."""
+    """(x uint8[l1], nnz int32[l1/4 + 16], work int32[WORK_SIZE]), 64-byte aligned; one per thread."""
     return (aligned_zeros(l1, np.uint8), aligned_zeros(l1 // 4 + 16, np.int32),
             aligned_zeros(WORK_SIZE, np.int32))
 

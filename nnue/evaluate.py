@@ -45,13 +45,12 @@ import numpy as np
 from numba import njit
 
 from nnue.accumulator import ensure_accumulator, make_stack, refresh_ply
-from nnue.architecture import GEN_SF15_1
+from nnue.architecture import GEN_SF15_1, OUTPUT_SCALE
 from nnue.inference import bucket_of, forward, forward_all, make_scratch
 from nnue.intmath import popcount64 as popcount
 from nnue.intmath import tdiv, wrap32
 from nnue.netfile import P_GENERATION
 
-OUTPUT_SCALE = 16
 PAWN_VALUE_NORMALIZE = 361          # NormalizeToPawnValue: internal units per pawn for display
 VALUE_MAX_EVAL = 31507              # |final eval| < VALUE_TB_WIN_IN_MAX_PLY
 PSQ_EG_NONE = 1 << 30               # "no classical PSQ score available"

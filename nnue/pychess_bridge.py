@@ -10,7 +10,7 @@ from __future__ import annotations
 import chess
 import numpy as np
 
-NO_SQ = 64
+from nnue.accumulator import NO_SQ
 
 
 def piece_code(piece: chess.Piece) -> int:
