@@ -9,12 +9,16 @@ Stockfish states its architecture once (``nnue_architecture.h``) and derives the
 * an ``Architecture`` value describes one net. Its L1 comes from the file's header hash, so a net of any L1
   (Stockfish 16 and later: 1536, 2560, 3072, 128) fits without touching the compiled code.
 
-Numbers and hash formulas follow ``docs/nnue-sf15.1.md`` sections 1-5 and ``nnue-sf17.1.md`` sections 1-5.
+The compiled forward pass (``nnue.inference``) and the C kernel read these constants: module-level ints are
+compile-time constants for Numba, and the kernel is compiled with the header ``c_header()`` writes
+(``nnue/kernel/qfarch.h``, made by ``nnue.build_kernel``). Numbers and hash formulas follow
+``docs/nnue-sf15.1.md`` sections 1-5 and ``nnue-sf17.1.md`` sections 1-5.
 """
 
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import NamedTuple, Optional
 
 import numpy as np
@@ -330,3 +334,52 @@ def architecture_from_raw_size(size: int, description_len: int) -> Optional[Arch
 
 
 SF15_1 = Architecture(l1=SF15_1_L1)
+
+# ---------------------------------------------------------------------------------------------------------
+# The C kernel's constants (nnue/kernel/qfkernel.c includes the header below; it states no width itself)
+
+C_HEADER_NAME = "qfarch.h"
+
+# (C name, value, comment), in the order qf_arch() reports them back to the loader.
+C_CONSTANTS = (
+    ("QF_FC0_OUT", FC0_OUT, "fc_0 outputs; the last one is the skip connection"),
+    ("QF_FC1_IN", FC1_IN_PADDED, "fc_1 inputs, padded: 15 squared, 15 clipped fc_0 outputs, zeros"),
+    ("QF_FC1_OUT", FC1_OUT, "fc_1 outputs"),
+    ("QF_FC2_IN", FC2_IN_PADDED, "fc_2 inputs, padded"),
+    ("QF_WEIGHT_SCALE_BITS", WEIGHT_SCALE_BITS, "ClippedReLU(v) = clamp(v >> this, 0, QF_ACT_MAX)"),
+    ("QF_ACT_MAX", ACT_MAX, "largest hidden activation"),
+    ("QF_SQR_SHIFT", SQR_SHIFT, "SqrClippedReLU(v) = min(v * v >> this, QF_ACT_MAX)"),
+    ("QF_SQR_LIMIT", SQR_INPUT_LIMIT, "SqrClippedReLU(v) = QF_ACT_MAX exactly when |v| >= this"),
+    ("QF_FT_ACT_MAX", FT_ACT_MAX, "FT clamp before the pairwise product (shifted left by ft_shift)"),
+    ("QF_FT_PRODUCT_SHIFT", FT_PRODUCT_SHIFT, "pairwise product shift (plus 2 * ft_shift)"),
+    ("QF_MAX_FT_SHIFT", MAX_FT_SHIFT, "largest ft_shift of any generation"),
+    ("QF_SKIP_MUL", SKIP_MUL, "skip connection: tdiv(wrap32(fc0[last] * QF_SKIP_MUL), QF_SKIP_DIV)"),
+    ("QF_SKIP_DIV", SKIP_DIV, ""),
+)
+
+
+def c_defines() -> dict:
+    """The constants the C kernel is compiled with, by their C names."""
+    return {name: value for name, value, _ in C_CONSTANTS}
+
+
+def c_header() -> str:
+    """Text of ``nnue/kernel/qfarch.h``: the constants as macros, and ``QF_ARCH_VALUES`` listing them (the
+    kernel's ``qf_arch`` returns it, so the loader can refuse a library built for other constants)."""
+    lines = ["/* Generated from nnue/architecture.py by nnue/build_kernel.py before every build: do not edit. */",
+             "#ifndef QFARCH_H", "#define QFARCH_H", ""]
+    for name, value, comment in C_CONSTANTS:
+        define = f"#define {name} {value}"
+        lines.append(f"{define:<36}/* {comment} */" if comment else define)
+    lines += ["", "#define QF_ARCH_VALUES {" + ", ".join(name for name, _, _ in C_CONSTANTS) + "}", "",
+              "#endif", ""]
+    return "\n".join(lines)
+
+
+def write_c_header(directory) -> Path:
+    """Write ``c_header()`` to ``directory/qfarch.h`` unless it holds that text already; returns the path."""
+    path = Path(directory) / C_HEADER_NAME
+    text = c_header()
+    if not path.is_file() or path.read_text() != text:
+        path.write_text(text)
+    return path

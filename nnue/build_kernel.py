@@ -24,6 +24,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from nnue.architecture import write_c_header
+
 KERNEL_DIR = Path(__file__).resolve().parent / "kernel"
 SOURCE = KERNEL_DIR / "qfkernel.c"
 LIBRARY = KERNEL_DIR / "libqfkernel.so"
@@ -135,6 +137,7 @@ def build(force: bool = False, cc: str | None = None, out: Path = LIBRARY, verbo
     cc = find_compiler(cc)
     if not SOURCE.is_file():
         raise KernelBuildError(f"kernel source not found: {SOURCE}")
+    write_c_header(KERNEL_DIR)   # qfarch.h from nnue/architecture.py; the build id below hashes it too
     bid = full_build_id(cc)
     out = Path(out)
     if not force and out.is_file() and library_build_id(out) == bid:

@@ -39,7 +39,8 @@ With ``kf = kernel.funcs if kernel.is_c else placeholder_funcs()`` one compiled 
 
 ``cnet = make_cnet(net)`` (built once) re-lays fc_0 and fc_1 for the kernel and makes the FT weights 64-byte
 aligned (a copy unless they already are); it refuses a net whose layer shapes are not the ones the kernel is
-written for (``nnue.architecture``'s). ``make_cstack`` is ``accumulator.make_stack`` with aligned rows.
+compiled for (``nnue.architecture``'s, which ``load_library`` checks against the library's ``qf_arch``).
+``make_cstack`` is ``accumulator.make_stack`` with aligned rows.
 ``scratch = make_cscratch(l1)`` is (x uint8[l1], nnz int32[l1/4 + 16], work int32[WORK_SIZE]), the same shape as
 ``inference.make_scratch`` (whose buffers also fit). One scratch per thread.
 
@@ -69,7 +70,7 @@ from nnue import build_kernel
 from nnue.accumulator import MAX_DIRTY, NO_SQ, update
 from nnue.accumulator import nearest_computed as _nearest_computed
 from nnue.architecture import (
-    BIAS_DTYPE, FC0_OUT, FC1_IN_PADDED, FC1_OUT, FC2_IN_PADDED, MAX_FT_SHIFT, WEIGHT_DTYPE,
+    BIAS_DTYPE, FC0_OUT, FC1_IN_PADDED, FC1_OUT, FC2_IN_PADDED, MAX_FT_SHIFT, WEIGHT_DTYPE, c_defines,
 )
 from nnue.features import active_features, king_bucket_offset, king_square, orient, piece_plane
 from nnue.inference import WORK_SIZE
@@ -168,8 +169,29 @@ def load_library(path=None):
     if build_kernel.SOURCE.is_file() and built_from != build_kernel.source_id():
         raise KernelUnavailable(f"kernel library {path} is stale: built from other sources "
                                 f"(run: make kernel)")
+    want = c_defines()
+    built_for = library_arch(lib)
+    if built_for != want:
+        diff = ", ".join(f"{k} {built_for.get(k)} (now {v})" for k, v in want.items() if built_for.get(k) != v)
+        raise KernelUnavailable(f"kernel library {path} was built for other architecture constants: {diff} "
+                                f"(run: make kernel)")
     _libs[key] = lib
     return lib
+
+
+def library_arch(lib) -> dict:
+    """The architecture constants a kernel library was compiled with (its ``qf_arch``), by the C names of
+    ``architecture.c_defines()``; empty when the library predates ``qf_arch``."""
+    try:
+        fn = lib.qf_arch
+    except AttributeError:
+        return {}
+    fn.restype = ctypes.c_int64
+    fn.argtypes = [ctypes.c_void_p, ctypes.c_int64]
+    names = list(c_defines())
+    values = (ctypes.c_int64 * len(names))()
+    count = fn(values, len(names))
+    return dict(zip(names, values[:count]))
 
 
 def cpu_features(lib=None) -> int:
@@ -331,8 +353,10 @@ def make_cnet(net, ft_shift: Optional[int] = None, align_ft: bool = True) -> CNe
     0 for 15.1 nets, 1 for 17.1 nets; by default it is read from the net's ``params``.
     ``align_ft`` (default) makes the FT weights 64-byte aligned: refreshes and updates are 1.2-1.5x faster
     (a misaligned 64-byte row chunk spans two cache lines). The array is shared when it is aligned already,
-    else copied (46 MB for the 15.1 net); pass False to always share. The kernel is written for the widths of
-    ``nnue.architecture``: a net whose layers have other shapes is refused."""
+    else copied (46 MB for the 15.1 net); pass False to always share.
+
+    The kernel is compiled for the widths of ``nnue.architecture`` (its ``qf_arch`` is checked when the
+    library is loaded), so a net whose layers have other shapes is refused here."""
     a = net.arrays() if hasattr(net, "arrays") else net
     if ft_shift is None:
         ft_shift = int(a.params[P_FT_SHIFT])
@@ -345,7 +369,7 @@ def make_cnet(net, ft_shift: Optional[int] = None, align_ft: bool = True) -> CNe
             "fc_2": (stacks, FC2_IN_PADDED)}
     found = {"fc_0": a.w0.shape, "fc_1": a.w1.shape, "fc_2": a.w2.shape}
     if found != want:
-        raise ValueError(f"the kernel is written for other layer shapes: weights {found}, kernel {want}")
+        raise ValueError(f"the kernel was built for other layer shapes: weights {found}, kernel {want}")
     if not 0 <= ft_shift <= MAX_FT_SHIFT:
         raise ValueError(f"the kernel supports ft_shift 0..{MAX_FT_SHIFT}, not {ft_shift}")
     w1 = np.asarray(a.w1)
