@@ -25,7 +25,7 @@ king_sq_white, king_sq_black)`` with the mailbox and king squares of the positio
 perspective this walks back to the nearest computed ancestor; if that perspective's own king moved on the
 way (or no ancestor is computed) it refreshes ply p from ``board``, otherwise it applies the deltas forward
 ply by ply and marks each ply computed, so sibling nodes reuse the work (Stockfish's lazy update).
-``net`` is ``Net.arrays()``.
+``net`` is ``Net.arrays()`` (a ``netfile.NetArrays``).
 
 Two nets (Stockfish 17.1's big and small): ``make_pair_stacks`` gives one stack per net with ``dirty`` and
 ``ndirty`` shared, so a move is recorded once; the engine clears ``computed[p]`` of both stacks. Each net's
@@ -36,10 +36,10 @@ import numpy as np
 from numba import njit
 
 from nnue.features import feature_index, king_bucket_offset, king_square, orient, piece_plane
-from nnue.netfile import FT_BIAS, FT_PSQT, FT_WEIGHTS
 
-NO_SQ = 64
-MAX_DIRTY = 3
+# The move record (``dirty`` rows, see above), defined here only (nnue.ckernel and pychess_bridge import it).
+NO_SQ = 64         # "no square": the piece appears (from) or disappears (to)
+MAX_DIRTY = 3      # at most 3 pieces change per move (capture-promotion, castling is 2)
 
 
 def make_stack(l1: int, max_ply: int, psqt_buckets: int = 8):
@@ -59,9 +59,9 @@ def make_pair_stacks(big_l1: int, small_l1: int, max_ply: int, psqt_buckets: int
 @njit(cache=True, nogil=True)
 def refresh(net, board, persp, ksq, acc_out, psqt_out):
     """Compute one perspective's accumulator from scratch for mailbox ``board`` (no allocation)."""
-    bias = net[FT_BIAS]
-    w = net[FT_WEIGHTS]
-    pw = net[FT_PSQT]
+    bias = net.ft_bias
+    w = net.ft_weights
+    pw = net.ft_psqt
     o = orient(persp, ksq)
     kb = king_bucket_offset(persp, ksq)
     l1 = acc_out.shape[0]
@@ -98,8 +98,8 @@ def update(net, persp, ksq, dirty_row, nd, acc_src, acc_dst, psqt_src, psqt_dst)
 
     ``ksq`` is ``persp``'s king square, which the move must not have changed.
     """
-    w = net[FT_WEIGHTS]
-    pw = net[FT_PSQT]
+    w = net.ft_weights
+    pw = net.ft_psqt
     r0 = r1 = r2 = a0 = a1 = a2 = 0
     nr = 0
     na = 0

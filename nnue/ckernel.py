@@ -38,8 +38,10 @@ With ``kf = kernel.funcs if kernel.is_c else placeholder_funcs()`` one compiled 
 (same Numba types) and choose per call with a flag.
 
 ``cnet = make_cnet(net)`` (built once) re-lays fc_0 and fc_1 for the kernel and makes the FT weights 64-byte
-aligned (a copy unless they already are). ``make_cstack`` is ``accumulator.make_stack`` with aligned rows.
-``scratch = make_cscratch(l1)`` is (x uint8[l1], nnz int32[l1/4 + 16], work int32[128]), the same shape as
+aligned (a copy unless they already are); it refuses a net whose layer shapes are not the ones the kernel is
+compiled for (``nnue.architecture``'s, which ``load_library`` checks against the library's ``qf_arch``).
+``make_cstack`` is ``accumulator.make_stack`` with aligned rows.
+``scratch = make_cscratch(l1)`` is (x uint8[l1], nnz int32[l1/4 + 16], work int32[WORK_SIZE]), the same shape as
 ``inference.make_scratch`` (whose buffers also fit). One scratch per thread.
 
 Refresh cache
@@ -64,16 +66,17 @@ from typing import NamedTuple, Optional
 import numpy as np
 from numba import njit
 
-from nnue import kernelfiles, netfile
+from nnue import kernelfiles
+from nnue.accumulator import MAX_DIRTY, NO_SQ, update
 from nnue.accumulator import nearest_computed as _nearest_computed
-from nnue.accumulator import update
+from nnue.architecture import (
+    BIAS_DTYPE, FC0_OUT, FC1_IN_PADDED, FC1_OUT, FC2_IN_PADDED, MAX_FT_SHIFT, WEIGHT_DTYPE, c_defines,
+)
 from nnue.features import active_features, king_bucket_offset, king_square, orient, piece_plane
+from nnue.inference import WORK_SIZE
 from nnue.intmath import tdiv
-from nnue.netfile import B0, B1, B2, FT_BIAS, FT_PSQT, FT_WEIGHTS, W0, W1, W2
-
-# The PARAMS slot of Net.arrays() (FT shift of 17.1 nets); absent in older layouts.
-PARAMS = getattr(netfile, "PARAMS", None)
-P_FT_SHIFT = getattr(netfile, "P_FT_SHIFT", 1)
+from nnue.netfile import NET_ARRAYS_SPEC, P_FT_SHIFT
+from nnue.rawview import ArraySpec, check_arrays
 
 LIBRARY = kernelfiles.LIBRARY
 ENV_MODE = "QUANTFISH_KERNEL"
@@ -86,12 +89,6 @@ VARIANT_NEEDS = {"avx512vnni": CPU_AVX2 | CPU_AVX512 | CPU_AVX512VNNI, "avx512":
                  "avx2": CPU_AVX2, "scalar": 0}
 SIMD_VARIANTS = ("avx512vnni", "avx512", "avx2")
 
-NO_SQ = 64
-MAX_DIRTY = 3
-FC0_OUT = 16
-FC1_OUT = 32
-FC1_IN = 32
-WORK_SIZE = 128
 ALIGN = 64
 
 _P = ctypes.c_void_p
@@ -172,8 +169,29 @@ def load_library(path=None):
     if kernelfiles.SOURCE.is_file() and built_from != kernelfiles.source_id():
         raise KernelUnavailable(f"kernel library {path} is stale: built from other sources "
                                 f"(run: make kernel)")
+    want = c_defines()
+    built_for = library_arch(lib)
+    if built_for != want:
+        diff = ", ".join(f"{k} {built_for.get(k)} (now {v})" for k, v in want.items() if built_for.get(k) != v)
+        raise KernelUnavailable(f"kernel library {path} was built for other architecture constants: {diff} "
+                                f"(run: make kernel)")
     _libs[key] = lib
     return lib
+
+
+def library_arch(lib) -> dict:
+    """The architecture constants a kernel library was compiled with (its ``qf_arch``), by the C names of
+    ``architecture.c_defines()``; empty when the library predates ``qf_arch``."""
+    try:
+        fn = lib.qf_arch
+    except AttributeError:
+        return {}
+    fn.restype = ctypes.c_int64
+    fn.argtypes = [ctypes.c_void_p, ctypes.c_int64]
+    names = list(c_defines())
+    values = (ctypes.c_int64 * len(names))()
+    count = fn(values, len(names))
+    return dict(zip(names, values[:count]))
 
 
 def cpu_features(lib=None) -> int:
@@ -315,6 +333,14 @@ class CNet(NamedTuple):
     params: np.ndarray       # int64[1]: ft_shift (0: 15.1 transform, 1: 17.1, accumulator doubled first)
 
 
+# dtype and ndim of each field (make_cnet checks them, nnue.netdir uses them); the FT is Net.arrays()'s.
+CNET_SPEC = CNet(
+    ft_bias=NET_ARRAYS_SPEC.ft_bias, ft_weights=NET_ARRAYS_SPEC.ft_weights, ft_psqt=NET_ARRAYS_SPEC.ft_psqt,
+    b0=ArraySpec(BIAS_DTYPE, 2), w0g=ArraySpec(WEIGHT_DTYPE, 4), b1=ArraySpec(BIAS_DTYPE, 2),
+    w1g=ArraySpec(WEIGHT_DTYPE, 4), b2=ArraySpec(np.int64, 1), w2=ArraySpec(WEIGHT_DTYPE, 2),
+    params=ArraySpec(np.int64, 1))
+
+
 def fc0_grouped(w0: np.ndarray) -> np.ndarray:
     """[S][16][L1] -> [S][L1/4][16][4] (4 consecutive inputs of all 16 outputs are 64 contiguous bytes)."""
     s, o, n = w0.shape
@@ -322,33 +348,42 @@ def fc0_grouped(w0: np.ndarray) -> np.ndarray:
 
 
 def make_cnet(net, ft_shift: Optional[int] = None, align_ft: bool = True) -> CNet:
-    """Kernel layout of ``net`` (a ``Net`` or its ``arrays()`` tuple). ``ft_shift`` s selects the transform
+    """Kernel layout of ``net`` (a ``Net`` or its ``arrays()``). ``ft_shift`` s selects the transform
     ``a = int16(acc << s)``, ``(clamp(a[j], 0, 127 << s) * clamp(a[j + L1/2], 0, 127 << s)) >> 7 + 2s``:
-    0 for 15.1 nets, 1 for 17.1 nets; by default it is read from the net's PARAMS slot (0 if it has none).
+    0 for 15.1 nets, 1 for 17.1 nets; by default it is read from the net's ``params``.
     ``align_ft`` (default) makes the FT weights 64-byte aligned: refreshes and updates are 1.2-1.5x faster
     (a misaligned 64-byte row chunk spans two cache lines). The array is shared when it is aligned already,
-    else copied (46 MB for the 15.1 net); pass False to always share."""
+    else copied (46 MB for the 15.1 net); pass False to always share.
+
+    The kernel is compiled for the widths of ``nnue.architecture`` (its ``qf_arch`` is checked when the
+    library is loaded), so a net whose layers have other shapes is refused here."""
     a = net.arrays() if hasattr(net, "arrays") else net
     if ft_shift is None:
-        ft_shift = int(a[PARAMS][P_FT_SHIFT]) if PARAMS is not None and len(a) > PARAMS else 0
-    ft_bias, ft_w, ft_p = a[FT_BIAS], a[FT_WEIGHTS], a[FT_PSQT]
+        ft_shift = int(a.params[P_FT_SHIFT])
+    ft_bias, ft_w, ft_p = a.ft_bias, a.ft_weights, a.ft_psqt
     l1 = ft_bias.shape[0]
     if l1 % 8 or ft_w.shape[1] != l1:
         raise ValueError(f"the kernel needs L1 to be a multiple of 8 (L1 = {l1})")
-    w0 = np.asarray(a[W0])
-    if w0.shape[1] != FC0_OUT or w0.shape[2] != l1 or a[W1].shape[1:] != (FC1_OUT, FC1_IN):
-        raise ValueError(f"unexpected layer shapes: fc_0 {w0.shape}, fc_1 {a[W1].shape}")
-    if ft_shift not in (0, 1):
-        raise ValueError(f"the kernel supports ft_shift 0 or 1, not {ft_shift}")
-    w1 = np.asarray(a[W1])
-    w1g = aligned_copy(w1.reshape(w1.shape[0], FC1_OUT, FC1_IN // 4, 4).transpose(0, 2, 1, 3))
-    return CNet(np.ascontiguousarray(ft_bias),
+    stacks = a.w0.shape[0]
+    want = {"fc_0": (stacks, FC0_OUT, l1), "fc_1": (stacks, FC1_OUT, FC1_IN_PADDED),
+            "fc_2": (stacks, FC2_IN_PADDED)}
+    found = {"fc_0": a.w0.shape, "fc_1": a.w1.shape, "fc_2": a.w2.shape}
+    if found != want:
+        raise ValueError(f"the kernel was built for other layer shapes: weights {found}, kernel {want}")
+    if not 0 <= ft_shift <= MAX_FT_SHIFT:
+        raise ValueError(f"the kernel supports ft_shift 0..{MAX_FT_SHIFT}, not {ft_shift}")
+    w1 = np.asarray(a.w1)
+    w1g = aligned_copy(w1.reshape(stacks, FC1_OUT, FC1_IN_PADDED // 4, 4).transpose(0, 2, 1, 3))
+    spec = CNET_SPEC
+    cnet = CNet(np.ascontiguousarray(ft_bias),
                 aligned_copy(ft_w) if align_ft and ft_w.ctypes.data % ALIGN else np.ascontiguousarray(ft_w),
                 np.ascontiguousarray(ft_p),
-                aligned_copy(a[B0].astype(np.int32)), fc0_grouped(w0),
-                aligned_copy(a[B1].astype(np.int32)), w1g,
-                np.ascontiguousarray(a[B2], dtype=np.int64), aligned_copy(a[W2].astype(np.int8)),
-                np.array([ft_shift], np.int64))
+                aligned_copy(a.b0.astype(spec.b0.dtype)), fc0_grouped(np.asarray(a.w0)),
+                aligned_copy(a.b1.astype(spec.b1.dtype)), w1g,
+                np.ascontiguousarray(a.b2, dtype=spec.b2.dtype), aligned_copy(a.w2.astype(spec.w2.dtype)),
+                np.array([ft_shift], spec.params.dtype))
+    check_arrays(CNET_SPEC, cnet, "make_cnet")
+    return cnet
 
 
 def make_cstack(l1: int, max_ply: int, psqt_buckets: int = 8):
@@ -360,7 +395,7 @@ def make_cstack(l1: int, max_ply: int, psqt_buckets: int = 8):
 
 
 def make_cscratch(l1: int):
-    """(x uint8[l1], nnz int32[l1/4 + 16], work int32[128]), 64-byte aligned; one per thread."""
+    """(x uint8[l1], nnz int32[l1/4 + 16], work int32[WORK_SIZE]), 64-byte aligned; one per thread."""
     return (aligned_zeros(l1, np.uint8), aligned_zeros(l1 // 4 + 16, np.int32),
             aligned_zeros(WORK_SIZE, np.int32))
 
@@ -465,7 +500,7 @@ def make_refresh_cache(net):
     its arrays() tuple): every entry holds the biases, zero PSQT and an empty board. Reset it (make a new
     one) when the net changes; it is valid for any position otherwise."""
     a = net.arrays() if hasattr(net, "arrays") else net
-    bias, psq = a[FT_BIAS], a[FT_PSQT]
+    bias, psq = a.ft_bias, a.ft_psqt
     l1, nb = bias.shape[0], psq.shape[1]
     acc = aligned_zeros((2, 64, l1), np.int16)
     acc[...] = bias
@@ -511,8 +546,8 @@ def refresh_cached_c(kf, cnet, cache, board, persp, ksq, acc_out, psqt_out, scra
 def refresh_cached(net, cache, board, persp, ksq, acc_out, psqt_out, scratch):
     """Numba path: the same refresh through the cache (``net`` is ``Net.arrays()``)."""
     cacc, cpsqt, cboards = cache
-    w = net[FT_WEIGHTS]
-    pw = net[FT_PSQT]
+    w = net.ft_weights
+    pw = net.ft_psqt
     work = scratch[2]
     rem = work[0:64]
     add = work[64:128]

@@ -1,5 +1,5 @@
 """Stockfish's evaluation formulas around the nets: 15.1 (docs/nnue-sf15.1.md sections 6-7) and 17.1 with two
-nets (docs/nnue-sf17.1.md sections 6-7). The formula follows the net's generation (``Net.arrays()[PARAMS]``).
+nets (docs/nnue-sf17.1.md sections 6-7). The formula follows the net's generation (``Net.arrays().params``).
 
 Search API (compiled, side-to-move view):
 
@@ -45,13 +45,12 @@ import numpy as np
 from numba import njit
 
 from nnue.accumulator import ensure_accumulator, make_stack, refresh_ply
-from nnue.architecture import GEN_SF15_1
+from nnue.architecture import GEN_SF15_1, OUTPUT_SCALE
 from nnue.inference import bucket_of, forward, forward_all, make_scratch
 from nnue.intmath import popcount64 as popcount
 from nnue.intmath import tdiv, wrap32
-from nnue.netfile import P_GENERATION, PARAMS
+from nnue.netfile import P_GENERATION
 
-OUTPUT_SCALE = 16
 VALUE_MAX_EVAL = 31507              # |final eval| < VALUE_TB_WIN_IN_MAX_PLY
 PSQ_EG_NONE = 1 << 30               # "no classical PSQ score available"
 
@@ -114,7 +113,7 @@ def evaluate_counts(net, acc, psqt, ply, side, pieces, npm, rule50, optimism, ps
 @njit(cache=True, nogil=True)
 def finish(net, p, q, board, side, rule50, optimism):
     """The evaluation formula of the net's generation applied to one bucket's (psqt, positional)."""
-    if net[PARAMS][P_GENERATION] != GEN_SF15_1:
+    if net.params[P_GENERATION] != GEN_SF15_1:
         pieces, simple, mat = material_17(board, side)
         p16, q16, nnue = nnue_17(p, q)
         return final_eval_17(nnue, p16, q16, mat, rule50, optimism)
@@ -133,7 +132,7 @@ def non_pawn_material_bb(bb):
 def finish_bb(net, p, q, bb, side, rule50, optimism):
     """``finish`` with the material counted from bitboards: the search has them, and popcounts are cheaper
     than a pass over the 64 squares."""
-    if net[PARAMS][P_GENERATION] != GEN_SF15_1:
+    if net.params[P_GENERATION] != GEN_SF15_1:
         pieces, simple, mat = material_17_bb(bb, side)
         p16, q16, nnue = nnue_17(p, q)
         return final_eval_17(nnue, p16, q16, mat, rule50, optimism)
@@ -279,8 +278,8 @@ class EvalReport(NamedTuple):
 def eval_report(net, board, side: int, rule50: int, optimism: int = 0) -> EvalReport:
     """Evaluate a mailbox from scratch, all 8 buckets; ``net`` is ``Net`` or ``Net.arrays()``."""
     arrays = net.arrays() if hasattr(net, "arrays") else net
-    l1 = arrays[0].shape[0]
-    nb = arrays[2].shape[1]
+    l1 = arrays.ft_bias.shape[0]
+    nb = arrays.ft_psqt.shape[1]
     board = np.ascontiguousarray(board, dtype=np.int8)
     acc = np.zeros((1, 2, l1), np.int16)
     psqt = np.zeros((1, 2, nb), np.int32)
@@ -354,11 +353,12 @@ def eval_report_pair(big, small, board, side: int, rule50: int, optimism: int = 
     big = big.arrays() if hasattr(big, "arrays") else big
     small = small.arrays() if hasattr(small, "arrays") else small
     board = np.ascontiguousarray(board, dtype=np.int8)
-    nb = big[2].shape[1]
+    nb = big.ft_psqt.shape[1]
+    big_l1, small_l1 = big.ft_bias.shape[0], small.ft_bias.shape[0]
     outs = [np.zeros(nb, np.int64) for _ in range(4)]
     final = _report_pair(big, small, board, bitboards(board), side, rule50, optimism,
-                         make_stack(big[0].shape[0], 1, nb), make_stack(small[0].shape[0], 1, nb),
-                         make_scratch(big[0].shape[0]), make_scratch(small[0].shape[0]), *outs)
+                         make_stack(big_l1, 1, nb), make_stack(small_l1, 1, nb),
+                         make_scratch(big_l1), make_scratch(small_l1), *outs)
     big_p, big_q, small_p, small_q = ([int(v) for v in o] for o in outs)
     pieces, simple, mat = (int(v) for v in material_17(board, side))
     b = int(bucket_of(pieces))

@@ -1,11 +1,13 @@
 """Integer forward pass from accumulators to (psqt, positional), compiled (docs/nnue-sf15.1.md sections 4-5).
 
 transform: clamp both halves of each perspective's accumulator to [0, 127], multiply pairwise, >> 7; the
-side to move's half comes first. For Stockfish 17.1 nets (``PARAMS[P_FT_SHIFT] = 1``, nnue-sf17.1.md section 4)
-the accumulator is first doubled with int16 wrapping (Stockfish doubles the FT at load), then clamped to
-[0, 254] and the product shifted by 9: one formula, ``clamp(int16(acc << s), 0, 127 << s)`` and ``>> 7 + 2s``. fc_0 runs sparsely over the non-zero bytes of the transformed
-input (same sum as the dense layer), then SqrClippedReLU and ClippedReLU of fc_0 outputs 0..14 feed fc_1,
-ClippedReLU, fc_2, and fc_0 output 15 is forwarded as ``fc0[15] * 9600 / 8128``.
+side to move's half comes first. For Stockfish 17.1 nets (``net.params[P_FT_SHIFT] = 1``, nnue-sf17.1.md
+section 4) the accumulator is first doubled with int16 wrapping (Stockfish doubles the FT at load), then
+clamped to [0, 254] and the product shifted by 9: one formula, ``clamp(int16(acc << s), 0, 127 << s)`` and
+``>> 7 + 2s``. fc_0 runs sparsely over the non-zero bytes of the transformed input (same sum as the dense
+layer), then SqrClippedReLU and ClippedReLU of fc_0 outputs 0..14 feed fc_1, ClippedReLU, fc_2, and fc_0
+output 15 is forwarded as ``fc0[15] * 9600 / 8128``. Every width, shift and scale is a constant of
+``nnue.architecture`` (compile-time constants here).
 
 No function here allocates: the caller passes a scratch tuple from ``make_scratch``.
 """
@@ -13,19 +15,24 @@ No function here allocates: the caller passes a scratch tuple from ``make_scratc
 import numpy as np
 from numba import njit
 
-from nnue.architecture import FC0_OUT, FC1_OUT
+from nnue.architecture import (
+    ACT_MAX, FC0_OUT, FC1_IN_PADDED, FC1_OUT, FT_ACT_MAX, FT_PRODUCT_SHIFT, N_HIDDEN, PIECES_PER_STACK, SKIP_DIV,
+    SKIP_MUL, SQR_SHIFT, WEIGHT_SCALE_BITS, padded,
+)
 from nnue.intmath import tdiv, wrap32
-from nnue.netfile import B0, B1, B2, P_FT_SHIFT, PARAMS, W0T, W1, W2
+from nnue.netfile import P_FT_SHIFT
 
-N_HIDDEN = FC0_OUT - 1          # fc_0 outputs that feed fc_1 (the last one is the skip connection)
-FWD_MUL = 9600                  # 600 * OutputScale(16)
-FWD_DIV = 8128                  # 127 * 2**WeightScaleBits(6)
-WORK_SIZE = 128                 # fc0 (16) + l1in (32) + cr1 (32), rounded up
+# The int32 work buffer of the scratch: fc_0's outputs, fc_1's (padded) inputs, fc_1's outputs. The refresh
+# cache (nnue.ckernel) reuses it for two lists of up to 64 feature indices, so it has at least 128 entries.
+W_FC0 = 0
+W_L1IN = W_FC0 + FC0_OUT
+W_CR1 = W_L1IN + FC1_IN_PADDED
+WORK_SIZE = max(padded(W_CR1 + FC1_OUT), 2 * 64)
 
 
 def make_scratch(l1: int):
     """Buffers for one thread's forward passes (opaque to callers):
-    (x uint8[L1], non-zero input indices int32[L1], work int32[128])."""
+    (x uint8[L1], non-zero input indices int32[L1], work int32[WORK_SIZE])."""
     return (np.zeros(l1, np.uint8), np.zeros(l1, np.int32), np.zeros(WORK_SIZE, np.int32))
 
 
@@ -36,12 +43,12 @@ def transform_half(acc, dst, ft_shift=0):
     half = acc.shape[0] // 2
     if ft_shift == 0:
         for j in range(half):
-            a = min(max(np.int32(acc[j]), 0), 127)
-            b = min(max(np.int32(acc[j + half]), 0), 127)
-            dst[j] = (a * b) >> 7
+            a = min(max(np.int32(acc[j]), 0), FT_ACT_MAX)
+            b = min(max(np.int32(acc[j + half]), 0), FT_ACT_MAX)
+            dst[j] = (a * b) >> FT_PRODUCT_SHIFT
     else:
-        hi = 127 << ft_shift
-        sh = 7 + 2 * ft_shift
+        hi = FT_ACT_MAX << ft_shift
+        sh = FT_PRODUCT_SHIFT + 2 * ft_shift
         for j in range(half):
             a = min(max(np.int32(np.int16(np.int32(acc[j]) << ft_shift)), 0), hi)
             b = min(max(np.int32(np.int16(np.int32(acc[j + half]) << ft_shift)), 0), hi)
@@ -106,8 +113,8 @@ def head(fc0, b1, w1, b2, w2, l1in, cr1):
     """Layers after fc_0 for one bucket: activations, fc_1, ClippedReLU, fc_2 plus the skip; returns positional."""
     for o in range(N_HIDDEN):
         v = np.int64(fc0[o])
-        l1in[o] = min((v * v) >> 19, 127)                 # SqrClippedReLU of the signed value
-        l1in[N_HIDDEN + o] = min(max(v >> 6, 0), 127)     # ClippedReLU
+        l1in[o] = min((v * v) >> SQR_SHIFT, ACT_MAX)                       # SqrClippedReLU of the signed value
+        l1in[N_HIDDEN + o] = min(max(v >> WEIGHT_SCALE_BITS, 0), ACT_MAX)  # ClippedReLU
     for i in range(2 * N_HIDDEN, w1.shape[1]):
         l1in[i] = 0                                       # padding inputs are always zero
     n_in = w1.shape[1]
@@ -115,11 +122,11 @@ def head(fc0, b1, w1, b2, w2, l1in, cr1):
         s = np.int32(b1[o])
         for i in range(n_in):
             s += np.int32(w1[o, i]) * l1in[i]
-        cr1[o] = min(max(s >> 6, 0), 127)
+        cr1[o] = min(max(s >> WEIGHT_SCALE_BITS, 0), ACT_MAX)
     out = np.int64(b2)
     for i in range(FC1_OUT):
         out += np.int32(w2[i]) * cr1[i]
-    fwd = tdiv(wrap32(np.int64(fc0[FC0_OUT - 1]) * FWD_MUL), FWD_DIV)
+    fwd = tdiv(wrap32(np.int64(fc0[FC0_OUT - 1]) * SKIP_MUL), SKIP_DIV)
     return out + fwd
 
 
@@ -141,18 +148,18 @@ def psqt_value(psqt, ply, side, bucket):
 @njit(cache=True, nogil=True)
 def positional_value(net, bucket, x, nzb, n, work):
     """Layer-stack output of ``bucket`` for an already transformed input."""
-    fc0 = work[0:16]
-    l1in = work[16:48]
-    cr1 = work[48:80]
-    fc0_sparse(net[W0T][bucket], net[B0][bucket], x, nzb, n, fc0)
-    return head(fc0, net[B1][bucket], net[W1][bucket], net[B2][bucket], net[W2][bucket], l1in, cr1)
+    fc0 = work[W_FC0:W_FC0 + FC0_OUT]
+    l1in = work[W_L1IN:W_L1IN + FC1_IN_PADDED]
+    cr1 = work[W_CR1:W_CR1 + FC1_OUT]
+    fc0_sparse(net.w0t[bucket], net.b0[bucket], x, nzb, n, fc0)
+    return head(fc0, net.b1[bucket], net.w1[bucket], net.b2[bucket], net.w2[bucket], l1in, cr1)
 
 
 @njit(cache=True, nogil=True)
 def forward(net, acc, psqt, ply, side, bucket, scratch):
     """Fast search path: (psqt, positional) of one bucket for the accumulators at ``ply``."""
     x, nzb, work = scratch
-    n = transform(acc, ply, side, x, nzb, net[PARAMS][P_FT_SHIFT])
+    n = transform(acc, ply, side, x, nzb, net.params[P_FT_SHIFT])
     return psqt_value(psqt, ply, side, bucket), positional_value(net, bucket, x, nzb, n, work)
 
 
@@ -160,7 +167,7 @@ def forward(net, acc, psqt, ply, side, bucket, scratch):
 def forward_all(net, acc, psqt, ply, side, psqt_out, pos_out, scratch):
     """All buckets (for the eval report): fills psqt_out[8] and pos_out[8]."""
     x, nzb, work = scratch
-    n = transform(acc, ply, side, x, nzb, net[PARAMS][P_FT_SHIFT])
+    n = transform(acc, ply, side, x, nzb, net.params[P_FT_SHIFT])
     for b in range(psqt_out.shape[0]):
         psqt_out[b] = psqt_value(psqt, ply, side, b)
         pos_out[b] = positional_value(net, b, x, nzb, n, work)
@@ -169,4 +176,4 @@ def forward_all(net, acc, psqt, ply, side, psqt_out, pos_out, scratch):
 @njit(cache=True, nogil=True)
 def bucket_of(pieces):
     """Layer stack used for a position with ``pieces`` pieces (kings included)."""
-    return (pieces - 1) // 4
+    return (pieces - 1) // PIECES_PER_STACK

@@ -8,11 +8,13 @@ only needed when that net evaluates, so ``S`` holds one ``directory`` per net an
 views with ``unpack`` (no copy, no checks, no reference counting: ``nnue.rawview``).
 
 Layout: int64[N_ENTRIES, ROW], one row ``(address, d0, d1, d2, d3)`` per array (unused dimensions are 1), in
-the order above: the 11 arrays of ``Net.arrays()`` (``E_NET + netfile slot``), the 10 of ``ckernel.CNet``
-(``E_CNET + field``), the stack's ``acc``/``psqt`` (its ``computed`` flags stay a separate array: the
-make-move code clears them; ``dirty``/``ndirty`` are the main stack's), the refresh cache and the scratch.
-The arrays must stay alive, unmoved and C-contiguous while the directory is used: ``engine.searcher`` keeps
-references to them next to ``S``.
+the order above: the fields of ``netfile.NetArrays`` (from ``E_NET``), those of ``ckernel.CNet`` (from
+``E_CNET``), the stack's ``acc``/``psqt`` (its ``computed`` flags stay a separate array: the make-move code
+clears them; ``dirty``/``ndirty`` are the main stack's), the refresh cache and the scratch. Every entry's dtype
+and ndim comes from ``SPEC``, which is made of ``netfile.NET_ARRAYS_SPEC`` and ``ckernel.CNET_SPEC`` and the
+specs below; ``directory`` checks against it and ``unpack`` is typed by it. The arrays must stay alive,
+unmoved and C-contiguous while the directory is used: ``engine.searcher`` keeps references to them next to
+``S``.
 """
 
 from __future__ import annotations
@@ -20,23 +22,32 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from nnue.ckernel import CNet
-from nnue.rawview import array_view
+from nnue.ckernel import CNET_SPEC
+from nnue.netfile import NET_ARRAYS_SPEC
+from nnue.rawview import ArraySpec, views
 
 MAX_DIMS = 4
 ROW = 1 + MAX_DIMS
-E_NET = 0            # 11 entries: Net.arrays()
-E_CNET = 11          # 10 entries: CNet
-E_ACC = 21           # stack acc int16[ply, 2, L1]
-E_PSQT = 22          # stack psqt int32[ply, 2, nb]
-E_CACHE = 23         # 3 entries: refresh cache (acc, psqt, boards)
-E_SCRATCH = 26       # 3 entries: (x, nnz, work)
-N_ENTRIES = 29
 
-_DTYPES = ([np.int16, np.int16, np.int32, np.int32, np.int8, np.int8, np.int32, np.int8, np.int32, np.int8, np.int32]
-           + [np.int16, np.int16, np.int32, np.int32, np.int8, np.int32, np.int8, np.int64, np.int8, np.int64]
-           + [np.int16, np.int32] + [np.int16, np.int32, np.int8] + [np.uint8, np.int32, np.int32])
-_NDIMS = [1, 2, 2, 2, 3, 3, 2, 3, 1, 2, 1] + [1, 2, 2, 2, 4, 2, 4, 1, 2, 1] + [3, 3] + [3, 3, 3] + [1, 1, 1]
+STACK_SPEC = (ArraySpec(np.int16, 3), ArraySpec(np.int32, 3))       # acc[ply, 2, L1], psqt[ply, 2, nb]
+CACHE_SPEC = (ArraySpec(np.int16, 3), ArraySpec(np.int32, 3), ArraySpec(np.int8, 3))   # refresh cache
+SCRATCH_SPEC = (ArraySpec(np.uint8, 1), ArraySpec(np.int32, 1), ArraySpec(np.int32, 1))  # (x, nnz, work)
+
+E_NET = 0
+E_CNET = E_NET + len(NET_ARRAYS_SPEC)
+E_ACC = E_CNET + len(CNET_SPEC)
+E_PSQT = E_ACC + 1
+E_CACHE = E_ACC + len(STACK_SPEC)
+E_SCRATCH = E_CACHE + len(CACHE_SPEC)
+SPEC = tuple(NET_ARRAYS_SPEC) + tuple(CNET_SPEC) + STACK_SPEC + CACHE_SPEC + SCRATCH_SPEC
+N_ENTRIES = len(SPEC)
+assert max(s.ndim for s in SPEC) <= MAX_DIMS, "netdir: an array has more dimensions than a row holds"
+
+_net_views = views(NET_ARRAYS_SPEC)
+_cnet_views = views(CNET_SPEC)
+_stack_views = views(STACK_SPEC)
+_cache_views = views(CACHE_SPEC)
+_scratch_views = views(SCRATCH_SPEC)
 
 
 def _entries(arrays, cnet, acc, psqt, cache, scratch):
@@ -44,9 +55,8 @@ def _entries(arrays, cnet, acc, psqt, cache, scratch):
     if len(items) != N_ENTRIES:
         raise ValueError(f"netdir.directory: {len(items)} arrays, expected {N_ENTRIES}")
     for k, a in enumerate(items):
-        if a.dtype != _DTYPES[k] or a.ndim != _NDIMS[k]:
-            raise ValueError(f"netdir.directory: entry {k} is {a.dtype}[{a.ndim}d], expected "
-                             f"{np.dtype(_DTYPES[k])}[{_NDIMS[k]}d]")
+        if not SPEC[k].matches(a):
+            raise ValueError(f"netdir.directory: entry {k} is {a.dtype}[{a.ndim}d], expected {SPEC[k].describe()}")
     return items
 
 
@@ -67,23 +77,9 @@ def directory(arrays, cnet, acc, psqt, cache, scratch) -> np.ndarray:
 @njit(cache=True, nogil=True)
 def unpack(d):
     """(net arrays, cnet, acc, psqt, cache, scratch): views of the arrays listed in directory ``d``."""
-    k = E_NET
-    net = (array_view(d, k, np.int16, 1), array_view(d, k + 1, np.int16, 2), array_view(d, k + 2, np.int32, 2),
-           array_view(d, k + 3, np.int32, 2), array_view(d, k + 4, np.int8, 3), array_view(d, k + 5, np.int8, 3),
-           array_view(d, k + 6, np.int32, 2), array_view(d, k + 7, np.int8, 3), array_view(d, k + 8, np.int32, 1),
-           array_view(d, k + 9, np.int8, 2), array_view(d, k + 10, np.int32, 1))
-    k = E_CNET
-    cnet = CNet(array_view(d, k, np.int16, 1), array_view(d, k + 1, np.int16, 2), array_view(d, k + 2, np.int32, 2),
-                array_view(d, k + 3, np.int32, 2), array_view(d, k + 4, np.int8, 4),
-                array_view(d, k + 5, np.int32, 2), array_view(d, k + 6, np.int8, 4), array_view(d, k + 7, np.int64, 1),
-                array_view(d, k + 8, np.int8, 2), array_view(d, k + 9, np.int64, 1))
-    acc = array_view(d, E_ACC, np.int16, 3)
-    psqt = array_view(d, E_PSQT, np.int32, 3)
-    k = E_CACHE
-    cache = (array_view(d, k, np.int16, 3), array_view(d, k + 1, np.int32, 3), array_view(d, k + 2, np.int8, 3))
-    k = E_SCRATCH
-    scratch = (array_view(d, k, np.uint8, 1), array_view(d, k + 1, np.int32, 1), array_view(d, k + 2, np.int32, 1))
-    return net, cnet, acc, psqt, cache, scratch
+    acc, psqt = _stack_views(d, E_ACC)
+    return (_net_views(d, E_NET), _cnet_views(d, E_CNET), acc, psqt, _cache_views(d, E_CACHE),
+            _scratch_views(d, E_SCRATCH))
 
 
 def unused() -> np.ndarray:

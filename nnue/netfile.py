@@ -10,8 +10,12 @@ type's width (int16 / int32, at most ceil(bits/7) bytes), and the payload presen
 hashes and EOF as for 15.1. Anything wrong raises ``NetFileError`` naming the problem with expected and
 found values.
 
-``Net.arrays()`` gives the weights as one plain tuple for compiled code; the index constants below name
-its slots.
+The layout is not written out here: the reader and the writer walk the tensors that ``nnue.architecture``
+declares (the FT's, then each layer stack's hash and the tensors of its layers in order).
+
+``Net.arrays()`` gives the weights to compiled code as a ``NetArrays`` named tuple, read by field name
+(``net.w0t``); ``NET_ARRAYS_SPEC`` declares each field's dtype and ndim (``nnue.netdir`` derives its table
+from it).
 """
 
 from __future__ import annotations
@@ -20,18 +24,43 @@ import os
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
 from nnue import leb128
 from nnue.architecture import (
-    FC2_OUT, LEB128_MAGIC, SF15_1_L1, VERSION, Architecture, architecture_from_header_hash,
-    architecture_from_raw_size,
+    BIAS_DTYPE, FT_DTYPE, LEB128_MAGIC, PSQT_DTYPE, SF15_1_L1, VERSION, WEIGHT_DTYPE, Architecture,
+    architecture_from_header_hash, architecture_from_raw_size,
 )
+from nnue.rawview import ArraySpec, check_arrays
 
-# Slots of the tuple handed to compiled code (see Net.arrays).
-FT_BIAS, FT_WEIGHTS, FT_PSQT, B0, W0, W0T, B1, W1, B2, W2, PARAMS = range(11)
-# Entries of the int32 array in slot PARAMS.
+
+class NetArrays(NamedTuple):
+    """A net's parameters as compiled code reads them (``Net.arrays()``); Numba reads the fields by name."""
+
+    ft_bias: np.ndarray      # int16[L1]
+    ft_weights: np.ndarray   # int16[features, L1]
+    ft_psqt: np.ndarray      # int32[features, psqt_buckets]
+    b0: np.ndarray           # int32[stacks, 16]
+    w0: np.ndarray           # int8[stacks, 16, L1 padded]
+    w0t: np.ndarray          # int8[stacks, L1 padded, 16]: w0 by input, for the sparse fc_0
+    b1: np.ndarray           # int32[stacks, 32]
+    w1: np.ndarray           # int8[stacks, 32, 32]
+    b2: np.ndarray           # int32[stacks]
+    w2: np.ndarray           # int8[stacks, 32]
+    params: np.ndarray       # int32[2]: entries P_GENERATION, P_FT_SHIFT
+
+
+# dtype and ndim of each field, the one statement of them (Net.arrays checks them, nnue.netdir uses them).
+NET_ARRAYS_SPEC = NetArrays(
+    ft_bias=ArraySpec(FT_DTYPE, 1), ft_weights=ArraySpec(FT_DTYPE, 2), ft_psqt=ArraySpec(PSQT_DTYPE, 2),
+    b0=ArraySpec(BIAS_DTYPE, 2), w0=ArraySpec(WEIGHT_DTYPE, 3), w0t=ArraySpec(WEIGHT_DTYPE, 3),
+    b1=ArraySpec(BIAS_DTYPE, 2), w1=ArraySpec(WEIGHT_DTYPE, 3),
+    b2=ArraySpec(BIAS_DTYPE, 1), w2=ArraySpec(WEIGHT_DTYPE, 2),
+    params=ArraySpec(np.int32, 1))
+
+# Entries of the int32 array ``NetArrays.params``.
 P_GENERATION = 0     # architecture.GEN_* (which evaluation formulas apply)
 P_FT_SHIFT = 1       # 1: FT doubled at load (clamp 0..254, >> 9), 0: clamp 0..127, >> 7
 
@@ -56,27 +85,31 @@ class Net:
     b2: np.ndarray           # int32[stacks]
     w2: np.ndarray           # int8[stacks, 32]
     path: str = ""
-    _tuple: tuple = field(default=None, repr=False)
+    _tuple: NetArrays = field(default=None, repr=False)
 
     @property
     def description_text(self) -> str:
         return self.description.decode("utf-8", errors="replace")
 
-    def arrays(self) -> tuple:
-        """The parameters as a tuple of C-contiguous arrays for compiled code (built once).
+    def arrays(self) -> NetArrays:
+        """The parameters as C-contiguous arrays for compiled code (built once).
 
-        Slot ``W0T`` is fc_0's weights transposed to [stack][input][output] so that the sparse fc_0 reads
-        16 contiguous weights per non-zero input. Slot ``PARAMS`` is int32[2]: the generation and the FT
+        ``w0t`` is fc_0's weights transposed to [stack][input][output] so that the sparse fc_0 reads
+        16 contiguous weights per non-zero input. ``params`` is int32[2]: the generation and the FT
         shift (see ``P_GENERATION``, ``P_FT_SHIFT``). The FT tensors stay in file units (not doubled): the
         accumulators sum file values with int16 wrapping, and the 17.1 transform doubles them with int16
         wrapping, which gives exactly Stockfish 17.1's doubled accumulator (doubling commutes with
         addition modulo 2^16).
         """
         if self._tuple is None:
-            w0t = np.ascontiguousarray(self.w0.transpose(0, 2, 1))
-            params = np.array([self.arch.generation, self.arch.ft_shift], np.int32)
-            self._tuple = (self.ft_bias, self.ft_weights, self.ft_psqt, self.b0, self.w0, w0t,
-                           self.b1, self.w1, self.b2, self.w2, params)
+            params = np.zeros(2, np.int32)
+            params[P_GENERATION] = self.arch.generation
+            params[P_FT_SHIFT] = self.arch.ft_shift
+            arrays = NetArrays(self.ft_bias, self.ft_weights, self.ft_psqt, self.b0, self.w0,
+                               np.ascontiguousarray(self.w0.transpose(0, 2, 1)), self.b1, self.w1, self.b2,
+                               self.w2, params)
+            check_arrays(NET_ARRAYS_SPEC, arrays, "Net.arrays()")
+            self._tuple = arrays
         return self._tuple
 
     @property
@@ -191,36 +224,22 @@ def load_net(path) -> Net:
                                f"found {len(data) - expected} extra bytes")
 
     r.check_hash(arch.ft_hash, "feature transformer hash")
-    nf, l1, nb = arch.num_features, arch.l1, arch.psqt_buckets
-    if compressed:
-        ft_bias = r.leb128(np.int16, (l1,), "FT biases")
-        ft_weights = r.leb128(np.int16, (nf, l1), "FT weights")
-        ft_psqt = r.leb128(np.int32, (nf, nb), "FT PSQT weights")
-    else:
-        ft_bias = r.array(np.int16, (l1,), "FT biases")
-        ft_weights = r.array(np.int16, (nf, l1), "FT weights")
-        ft_psqt = r.array(np.int32, (nf, nb), "FT PSQT weights")
+    read_ft = r.leb128 if compressed else r.array
+    tensors = {t.field: read_ft(t.dtype, t.shape, t.what) for t in arch.ft_tensors}
 
     ns = arch.layer_stacks
-    b0 = np.empty((ns, arch.fc0_out), np.int32)
-    w0 = np.empty((ns, arch.fc0_out, arch.fc0_in_padded), np.int8)
-    b1 = np.empty((ns, arch.fc1_out), np.int32)
-    w1 = np.empty((ns, arch.fc1_out, arch.fc1_in_padded), np.int8)
-    b2 = np.empty(ns, np.int32)
-    w2 = np.empty((ns, arch.fc2_in_padded), np.int8)
+    stack_tensors = arch.stack_tensors
+    for t in stack_tensors:
+        tensors[t.field] = np.empty((ns,) + t.shape, t.dtype)
     for s in range(ns):
         r.check_hash(arch.network_hash, f"layer stack {s} hash")
-        b0[s] = r.array(np.int32, (arch.fc0_out,), f"stack {s} fc_0 biases")
-        w0[s] = r.array(np.int8, w0.shape[1:], f"stack {s} fc_0 weights")
-        b1[s] = r.array(np.int32, (arch.fc1_out,), f"stack {s} fc_1 biases")
-        w1[s] = r.array(np.int8, w1.shape[1:], f"stack {s} fc_1 weights")
-        b2[s] = r.array(np.int32, (FC2_OUT,), f"stack {s} fc_2 bias")[0]
-        w2[s] = r.array(np.int8, w2.shape[1:], f"stack {s} fc_2 weights")
+        for t in stack_tensors:
+            tensors[t.field][s] = r.array(t.dtype, t.shape, f"stack {s} {t.what}")
 
     if r.pos != len(data):
         raise NetFileError(f"{path}: trailing bytes: expected end of file at offset {r.pos}, "
                            f"found {len(data) - r.pos} extra bytes")
-    return Net(arch, description, ft_bias, ft_weights, ft_psqt, b0, w0, b1, w1, b2, w2, path=path)
+    return Net(arch, description, **tensors, path=path)
 
 
 def _leb128_block(values: np.ndarray) -> bytes:
@@ -236,15 +255,13 @@ def net_bytes(net: Net) -> bytes:
     le = lambda arr, dt: np.ascontiguousarray(arr, dtype=np.dtype(dt).newbyteorder("<")).tobytes()
     parts = [struct.pack("<III", VERSION, a.header_hash, len(net.description)), net.description,
              struct.pack("<I", a.ft_hash)]
-    if a.compressed_ft:
-        parts += [_leb128_block(net.ft_bias), _leb128_block(net.ft_weights), _leb128_block(net.ft_psqt)]
-    else:
-        parts += [le(net.ft_bias, np.int16), le(net.ft_weights, np.int16), le(net.ft_psqt, np.int32)]
+    for t in a.ft_tensors:
+        values = getattr(net, t.field)
+        parts.append(_leb128_block(values) if a.compressed_ft else le(values, t.dtype))
+    stack_tensors = a.stack_tensors
     for s in range(a.layer_stacks):
-        parts += [struct.pack("<I", a.network_hash),
-                  le(net.b0[s], np.int32), le(net.w0[s], np.int8),
-                  le(net.b1[s], np.int32), le(net.w1[s], np.int8),
-                  le(net.b2[s:s + 1], np.int32), le(net.w2[s], np.int8)]
+        parts.append(struct.pack("<I", a.network_hash))
+        parts += [le(getattr(net, t.field)[s], t.dtype) for t in stack_tensors]
     return b"".join(parts)
 
 

@@ -7,6 +7,8 @@ reported as an explicit skip with the CPU's features in the reason.
 
 import csv
 import os
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -16,10 +18,10 @@ import pytest
 from numba import njit
 
 from engine.fen import parse_fen
-from nnue import ckernel
+from nnue import architecture, ckernel, kernelfiles
 from nnue.accumulator import ensure_accumulator, make_stack, refresh, refresh_ply
 from nnue.inference import fc0_sparse, find_nnz, forward, forward_all, head, make_scratch, transform_half
-from nnue.netfile import B0, B1, B2, FT_BIAS, FT_PSQT, FT_WEIGHTS, P_FT_SHIFT, PARAMS, W0, W0T, W1, W2
+from nnue.netfile import P_FT_SHIFT, NetArrays
 from nnue.tools import build_kernel
 from tests.shared import NNUE_DATA, require
 
@@ -117,6 +119,75 @@ def test_build_is_up_to_date_and_skipped(kernel_lib):
     res = build_kernel.build()
     assert res["built"] is False
     assert build_kernel.library_build_id() == build_kernel.full_build_id(build_kernel.find_compiler())
+
+
+# ------------------------------------------------------------------------------------------------------
+# The kernel's widths, shifts and scales come from nnue/architecture.py
+# ------------------------------------------------------------------------------------------------------
+
+def test_c_constants_are_the_architectures(kernel_lib):
+    """qfarch.h (what the compiler read) is architecture.c_header(); each macro is the architecture's
+    constant; the compiled library reports the same values (qf_arch, which the loader checks)."""
+    a = architecture
+    header = (build_kernel.KERNEL_DIR / a.C_HEADER_NAME).read_text()
+    assert header == a.c_header()
+    macros = {m[1]: int(m[2]) for m in re.finditer(r"^#define (QF_\w+) (-?\d+)", header, re.M)}
+    assert macros == {
+        "QF_FC0_OUT": a.FC0_OUT, "QF_FC1_IN": a.FC1_IN_PADDED, "QF_FC1_OUT": a.FC1_OUT,
+        "QF_FC2_IN": a.FC2_IN_PADDED, "QF_WEIGHT_SCALE_BITS": a.WEIGHT_SCALE_BITS, "QF_ACT_MAX": a.ACT_MAX,
+        "QF_SQR_SHIFT": a.SQR_SHIFT, "QF_SQR_LIMIT": a.SQR_INPUT_LIMIT, "QF_FT_ACT_MAX": a.FT_ACT_MAX,
+        "QF_FT_PRODUCT_SHIFT": a.FT_PRODUCT_SHIFT, "QF_MAX_FT_SHIFT": a.MAX_FT_SHIFT,
+        "QF_SKIP_MUL": a.SKIP_MUL, "QF_SKIP_DIV": a.SKIP_DIV}
+    assert macros == a.c_defines()
+    assert ckernel.library_arch(kernel_lib) == macros
+
+
+def _kernel_sources(directory):
+    for name in ("qfkernel.c", "qfkernel.h"):
+        shutil.copy(build_kernel.KERNEL_DIR / name, directory / name)
+
+
+def test_build_id_follows_the_constants(monkeypatch, tmp_path):
+    """Another constant in architecture.py gives another qfarch.h, so other source and build ids."""
+    _kernel_sources(tmp_path)
+    monkeypatch.setattr(kernelfiles, "KERNEL_DIR", tmp_path)
+    architecture.write_c_header(tmp_path)
+    before = kernelfiles.source_id()
+    changed = tuple((n, v + 1 if n == "QF_SKIP_MUL" else v, c) for n, v, c in architecture.C_CONSTANTS)
+    monkeypatch.setattr(architecture, "C_CONSTANTS", changed)
+    architecture.write_c_header(tmp_path)
+    assert "#define QF_SKIP_MUL 9601" in (tmp_path / architecture.C_HEADER_NAME).read_text()
+    assert kernelfiles.source_id() != before
+
+
+def test_loader_refuses_a_library_built_for_other_constants(kernel_lib, monkeypatch):
+    other = dict(architecture.c_defines(), QF_FC1_OUT=64)
+    monkeypatch.setattr(ckernel, "c_defines", lambda: other)
+    monkeypatch.setattr(ckernel, "_libs", {})
+    with pytest.raises(ckernel.KernelUnavailable, match=r"other architecture constants: QF_FC1_OUT 32 \(now 64\)"):
+        ckernel.load_library(build_kernel.LIBRARY)
+    k = ckernel.load_kernel("auto")
+    assert k.status == "numba" and "architecture constants" in k.reason
+
+
+def test_kernel_does_not_compile_for_widths_its_simd_code_does_not_handle(tmp_path):
+    cc = build_kernel.find_compiler()
+    _kernel_sources(tmp_path)
+    cmd = [cc, "-std=gnu11", "-fsyntax-only", "-DQF_VARIANT_SCALAR=1", str(tmp_path / "qfkernel.c")]
+    header = tmp_path / architecture.C_HEADER_NAME
+    header.write_text(architecture.c_header())
+    ok = subprocess.run(cmd, capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stderr
+    header.write_text(architecture.c_header().replace("#define QF_FC0_OUT 16 ", "#define QF_FC0_OUT 8  "))
+    bad = subprocess.run(cmd, capture_output=True, text=True)
+    assert bad.returncode != 0 and "the SIMD layer code is written for" in bad.stderr
+
+
+def test_make_cnet_refuses_other_layer_shapes(nnue_arrays):
+    with pytest.raises(ValueError, match="other layer shapes"):
+        ckernel.make_cnet(nnue_arrays._replace(w1=np.zeros((8, 32, 64), np.int8)))
+    with pytest.raises(ValueError, match="ft_shift"):
+        ckernel.make_cnet(nnue_arrays, ft_shift=architecture.MAX_FT_SHIFT + 1)
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -338,7 +409,7 @@ def _refresh_both_c(kf, cnet, acc, psqt, computed, board, scratch):
 
 
 def test_forward_on_reference_positions(kf, nnue_arrays, cnet):
-    l1 = nnue_arrays[FT_BIAS].shape[0]
+    l1 = nnue_arrays.ft_bias.shape[0]
     acc, psqt, computed, _, _ = make_stack(l1, 1)
     acc_c, psqt_c, computed_c, _, _ = make_stack(l1, 1)
     scratch = make_scratch(l1)
@@ -432,7 +503,7 @@ def _play_c(kf, cnet, boards, kings, dirty, ndirty, acc, psqt, computed, cache, 
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_incremental_and_refresh_cache_along_games(kf, nnue_arrays, cnet, seed):
     """Lazy incremental updates, with and without the refresh cache, in both paths, equal full refreshes."""
-    l1 = nnue_arrays[FT_BIAS].shape[0]
+    l1 = nnue_arrays.ft_bias.shape[0]
     boards, kings, dirty, ndirty, _ = _game_sequence(160, seed)
     n = boards.shape[0]
     full = np.zeros((n, 2, l1), np.int16)
@@ -460,7 +531,7 @@ def test_incremental_and_refresh_cache_along_games(kf, nnue_arrays, cnet, seed):
 
 def test_refresh_cache_random_boards(kf, nnue_arrays, cnet):
     """Repeated cached refreshes on unrelated boards (large diffs, same king squares) stay exact."""
-    l1 = nnue_arrays[FT_BIAS].shape[0]
+    l1 = nnue_arrays.ft_bias.shape[0]
     rng = np.random.default_rng(11)
     cache_c = ckernel.make_refresh_cache(cnet)
     cache_n = ckernel.make_refresh_cache(nnue_arrays)
@@ -492,16 +563,14 @@ def test_other_l1_widths_forward(kf, ft_shift):
         bias, w, pw = _net_like(rng, l1, nf=nf)
         w0 = rng.integers(-128, 128, size=(s, 16, l1)).astype(np.int8)
         w1 = rng.integers(-128, 128, size=(s, 32, 32)).astype(np.int8)
-        slots = {FT_BIAS: bias, FT_WEIGHTS: w, FT_PSQT: pw,
-                 B0: rng.integers(-3000, 3000, size=(s, 16)).astype(np.int32), W0: w0,
-                 W0T: np.ascontiguousarray(w0.transpose(0, 2, 1)),
-                 B1: rng.integers(-3000, 3000, size=(s, 32)).astype(np.int32), W1: w1,
-                 B2: rng.integers(-3000, 3000, size=s).astype(np.int32),
-                 W2: rng.integers(-128, 128, size=(s, 32)).astype(np.int8)}
         params = np.zeros(2, np.int32)
         params[P_FT_SHIFT] = ft_shift
-        slots[PARAMS] = params
-        arrays = tuple(slots[i] for i in range(len(slots)))
+        arrays = NetArrays(ft_bias=bias, ft_weights=w, ft_psqt=pw,
+                           b0=rng.integers(-3000, 3000, size=(s, 16)).astype(np.int32), w0=w0,
+                           w0t=np.ascontiguousarray(w0.transpose(0, 2, 1)),
+                           b1=rng.integers(-3000, 3000, size=(s, 32)).astype(np.int32), w1=w1,
+                           b2=rng.integers(-3000, 3000, size=s).astype(np.int32),
+                           w2=rng.integers(-128, 128, size=(s, 32)).astype(np.int8), params=params)
         cn = ckernel.make_cnet(arrays)
         assert cn.params[0] == ft_shift
         acc = rng.integers(-60, 200, size=(1, 2, l1)).astype(np.int16)
@@ -524,7 +593,7 @@ def test_sf17_reference_positions(kf, nnue17_pair):
         arrays = net.arrays()
         cn = ckernel.make_cnet(arrays)
         assert cn.params[0] == 1
-        l1 = arrays[FT_BIAS].shape[0]
+        l1 = arrays.ft_bias.shape[0]
         acc, psqt, computed, _, _ = make_stack(l1, 1)
         cscratch = ckernel.make_cscratch(l1)
         p_c, q_c = np.zeros(8, np.int64), np.zeros(8, np.int64)

@@ -20,7 +20,6 @@ from nnue.evaluate import (
 )
 from nnue.inference import fc0_dense, fc0_sparse, head, make_scratch, transform
 from nnue.intmath import tdiv
-from nnue.netfile import B0, B1, B2, W0, W0T, W1, W2
 from tests.layerdump import parse_layers_line
 from tests.shared import NNUE_DATA, require
 
@@ -180,7 +179,7 @@ def test_layer_dumps(nnue17_pair):
     positions = _parse_layers()
     assert len(positions) == 72
     for name, net in (("big", nnue17_pair.big.arrays()), ("small", nnue17_pair.small.arrays())):
-        l1 = net[0].shape[0]
+        l1 = net.ft_bias.shape[0]
         acc, psqt, computed, _, _ = make_stack(l1, 1)
         x, nzb, _ = make_scratch(l1)
         for p in positions:
@@ -195,12 +194,12 @@ def test_layer_dumps(nnue17_pair):
             for b, layer in d["layers"].items():
                 fc0 = np.zeros(16, np.int32)
                 dense = np.zeros(16, np.int32)
-                fc0_sparse(net[W0T][b], net[B0][b], x, nzb, n, fc0)
-                fc0_dense(net[W0][b], net[B0][b], x, dense)
+                fc0_sparse(net.w0t[b], net.b0[b], x, nzb, n, fc0)
+                fc0_dense(net.w0[b], net.b0[b], x, dense)
                 assert fc0.tolist() == layer["fc0"] == dense.tolist()
                 l1in = np.full(32, 99, np.int32)                              # garbage in the padding
                 cr1 = np.zeros(32, np.int32)
-                out = head(fc0, net[B1][b], net[W1][b], net[B2][b], net[W2][b], l1in, cr1)
+                out = head(fc0, net.b1[b], net.w1[b], net.b2[b], net.w2[b], l1in, cr1)
                 assert l1in.tolist() == layer["l1in"] and l1in[30:].tolist() == [0, 0]
                 assert cr1.tolist() == layer["ac1"]
                 assert out == layer["out"][0], (name, p["fen"], b)

@@ -75,9 +75,9 @@ def test_incremental_equals_refresh_along_games(nnue_arrays):
     """Linear games: ply = position in the game (wrapping the stack), checked at every ply."""
     net = nnue_arrays
     rng = random.Random(20240515)
-    stack = make_stack(net[0].shape[0], MAX_PLY)
+    stack = make_stack(net.ft_bias.shape[0], MAX_PLY)
     acc, psqt, computed, dirty, ndirty = stack
-    ref_acc = np.zeros(net[0].shape[0], np.int16)
+    ref_acc = np.zeros(net.ft_bias.shape[0], np.int16)
     ref_psqt = np.zeros(8, np.int32)
     kinds = Counter()
     plies = 0
@@ -111,7 +111,7 @@ def test_lazy_update_in_a_search_tree(nnue_arrays):
     """A random walk up and down the stack like a search: unmake, sibling moves, plies evaluated only
     sometimes (so updates span several plies), null moves; also evaluate() equals a from-scratch eval."""
     net = nnue_arrays
-    l1 = net[0].shape[0]
+    l1 = net.ft_bias.shape[0]
     rng = random.Random(7)
     stack = make_stack(l1, MAX_PLY)
     acc, psqt, computed, dirty, ndirty = stack

@@ -5,7 +5,7 @@ import struct
 import numpy as np
 import pytest
 
-from nnue import leb128
+from nnue import architecture, leb128
 from nnue.architecture import (
     SF15_1, Architecture, architecture_from_header_hash, architecture_from_raw_size, header_hash,
     network_hash,
@@ -49,6 +49,35 @@ def test_hashes_from_architecture():
     assert SF15_1.stack_bytes == 17_640
 
 
+def test_layer_stack_declaration():
+    """The declared layer order gives Stockfish's hash chain step by step (ac_sqr_0 unhashed), and the
+    stack sizes of the documents (nnue-sf15.1.md section 2, nnue-sf17.1.md sections 1-2)."""
+    layers = SF15_1.layers
+    assert [layer.name for layer in layers] == ["fc_0", "ac_sqr_0", "ac_0", "fc_1", "ac_1", "fc_2"]
+    assert [(layer.inputs, layer.outputs) for layer in SF15_1.affine_layers] == [(1024, 16), (30, 32), (32, 1)]
+    h = 0xEC42E90D ^ 2048
+    chain = []
+    for layer in layers:
+        if layer.hashed:
+            h = layer.hash(h)
+            chain.append(h)
+    assert chain == [0x3A22AA72, 0x8DAFCF39, 0x0AD43C98, 0x5E61615F, 0x63336A4A]
+    assert [t.what for t in SF15_1.stack_tensors] == [
+        "fc_0 biases", "fc_0 weights", "fc_1 biases", "fc_1 weights", "fc_2 bias", "fc_2 weights"]
+    assert [t.shape for t in SF15_1.stack_tensors] == [(16,), (16, 1024), (32,), (32, 32), (), (32,)]
+    assert Architecture(l1=3072, compressed_ft=True).stack_bytes == 50_408
+    assert Architecture(l1=128, compressed_ft=True).stack_bytes == 3_304
+
+
+def test_derived_constants():
+    assert (architecture.SKIP_MUL, architecture.SKIP_DIV) == (9600, 8128)
+    assert architecture.SQR_SHIFT == 19 and architecture.FC1_IN_PADDED == 32
+    limit = architecture.SQR_INPUT_LIMIT
+    assert (limit * limit) >> 19 >= 127 > ((limit - 1) * (limit - 1)) >> 19
+    assert [Architecture(l1, c).ft_shift for l1, c in ((1024, False), (3072, True), (128, True), (1536, True))] \
+        == [0, 1, 1, 0]
+
+
 def test_loaded_shapes(nnue_net):
     n = nnue_net
     assert n.arch == SF15_1
@@ -62,6 +91,8 @@ def test_loaded_shapes(nnue_net):
     assert not n.w1[:, :, 30:].any()          # fc_1 padding columns are zero in this net
     t = n.arrays()
     assert all(a.flags.c_contiguous for a in t)
+    assert t.w0t.shape == (8, 1024, 16) and t.w0t[3, 100, 7] == n.w0[3, 7, 100]
+    assert t.params.tolist() == [architecture.GEN_SF15_1, 0]
 
 
 def test_write_round_trip_is_byte_identical(nnue_net, net_bytes_15, tmp_path):

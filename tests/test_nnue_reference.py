@@ -9,7 +9,6 @@ from nnue.accumulator import make_stack, refresh_ply
 from nnue.evaluate import eval_report, final_eval, nnue_adjusted, nnue_complexity, PSQ_EG_NONE
 from nnue.inference import fc0_dense, fc0_sparse, head, make_scratch, transform
 from nnue.intmath import tdiv, wrap32
-from nnue.netfile import B0, B1, B2, W0, W0T, W1, W2
 from tests.layerdump import parse_layers_line
 from tests.shared import NNUE_DATA, require
 
@@ -103,12 +102,12 @@ def test_layer_dumps(nnue_arrays):
         for b, d in p["layers"].items():
             fc0 = np.zeros(16, np.int32)
             dense = np.zeros(16, np.int32)
-            fc0_sparse(net[W0T][b], net[B0][b], x, nzb, n, fc0)
-            fc0_dense(net[W0][b], net[B0][b], x, dense)
+            fc0_sparse(net.w0t[b], net.b0[b], x, nzb, n, fc0)
+            fc0_dense(net.w0[b], net.b0[b], x, dense)
             assert fc0.tolist() == d["fc0"] == dense.tolist()
             l1in = np.zeros(32, np.int32)
             cr1 = np.zeros(32, np.int32)
-            out = head(fc0, net[B1][b], net[W1][b], net[B2][b], net[W2][b], l1in, cr1)
+            out = head(fc0, net.b1[b], net.w1[b], net.b2[b], net.w2[b], l1in, cr1)
             assert l1in.tolist() == d["l1in"]
             assert cr1.tolist() == d["ac1"]
             assert out == d["out"][0]

@@ -31,6 +31,10 @@
  *   w0g  int8 [l1/4][16][4]  fc_0 weights of one stack: w0g[g][o][k] = w0[o][4g+k]
  *   w1g  int8 [8][32][4]     fc_1 weights of one stack: w1g[g][o][k] = w1[o][4g+k]
  *
+ * The widths, shifts and scales (16, 32, 6, 19, 127, 9600 / 8128, ...) are not stated here: they come from
+ * qfarch.h, which nnue/build_kernel.py writes from nnue/architecture.py before compiling. The SIMD code is
+ * written for the present widths; the checks after the #include refuse to compile for others.
+ *
  * Original code written for Quantfish.
  */
 #include <stddef.h>
@@ -65,10 +69,30 @@
 #  define QF_BUILD_ID "unknown"
 #endif
 
-#define FC0_OUT 16
-#define FC1_OUT 32
-#define FC1_IN 32
-#define SQR_CLAMP 8160     /* (v*v) >> 19 >= 127 exactly when |v| >= 8160 */
+#include "qfarch.h"   /* generated from nnue/architecture.py by nnue/build_kernel.py */
+#ifndef QF_ARCH_VALUES
+#  error "qfarch.h is incomplete: rebuild the kernel with python -m nnue.build_kernel"
+#endif
+
+/* Layout assumptions of the SIMD code. fc_0: the int32 outputs fill one AVX-512 register (two AVX2 ones),
+   and one group of 4 inputs of all outputs is one 64-byte load of w0g. head: fc_1's inputs are assembled as
+   two 16-byte halves (15 squared, 15 clipped, 2 zero bytes), its int32 outputs fill two AVX-512 registers, and
+   fc_2 reads them as one 32-byte vector. */
+#if QF_FC0_OUT != 16 || QF_FC1_IN != 32 || QF_FC1_IN != 2 * (QF_FC0_OUT - 1) + 2 || QF_FC1_OUT != 32 \
+    || QF_FC2_IN != QF_FC1_OUT
+#  error "the SIMD layer code is written for fc_0 16 -> fc_1 30 (padded 32) -> 32 -> fc_2: adapt it first"
+#endif
+/* vpmaddubsw (u8 * i8 pairs summed in int16) is exact only when every u8 input is <= 127 (see above). */
+#if QF_ACT_MAX > 127 || ((QF_FT_ACT_MAX * QF_FT_ACT_MAX) >> QF_FT_PRODUCT_SHIFT) > 127
+#  error "layer inputs above 127 would make the non-VNNI dot products saturate"
+#endif
+/* The transform multiplies two clamped FT values in an unsigned 16-bit lane. */
+#if (QF_FT_ACT_MAX << QF_MAX_FT_SHIFT) * (QF_FT_ACT_MAX << QF_MAX_FT_SHIFT) > 65535
+#  error "the FT product no longer fits 16 bits"
+#endif
+
+#define W0G_GROUP (4 * QF_FC0_OUT)   /* bytes of w0g per group of 4 inputs */
+#define W1G_GROUP (4 * QF_FC1_OUT)   /* bytes of w1g per group of 4 inputs */
 #define BIAS1_CLAMP (1 << 30)
 
 QF_INLINE int32_t load_i32(const void *p)
@@ -86,8 +110,8 @@ QF_INLINE int64_t clamp64(int64_t v, int64_t lo, int64_t hi)
 /* fc_2's skip connection: tdiv(wrap32(fc0_15 * 9600), 8128); C division truncates toward zero. */
 QF_INLINE int64_t forward_skip(int32_t fc0_15)
 {
-    int32_t p = (int32_t)((uint32_t)fc0_15 * 9600u);
-    return (int64_t)(p / 8128);
+    int32_t p = (int32_t)((uint32_t)fc0_15 * (uint32_t)QF_SKIP_MUL);
+    return (int64_t)(p / QF_SKIP_DIV);
 }
 
 /* ------------------------------------------------------------------------------------------------------ */
@@ -294,11 +318,13 @@ QF_INLINE void transform_scalar(const int16_t *a, int64_t half, int64_t j0, int6
 {
     if (s == 0) {
         for (int64_t j = j0; j < half; j++)
-            out[j] = (uint8_t)((clamp32(a[j], 127) * clamp32(a[j + half], 127)) >> 7);
+            out[j] = (uint8_t)((clamp32(a[j], QF_FT_ACT_MAX) * clamp32(a[j + half], QF_FT_ACT_MAX))
+                               >> QF_FT_PRODUCT_SHIFT);
     } else {
         for (int64_t j = j0; j < half; j++)
-            out[j] = (uint8_t)((clamp32((int32_t)ft_value(a[j], 1), 254)
-                                * clamp32((int32_t)ft_value(a[j + half], 1), 254)) >> 9);
+            out[j] = (uint8_t)((clamp32((int32_t)ft_value(a[j], 1), QF_FT_ACT_MAX << 1)
+                                * clamp32((int32_t)ft_value(a[j + half], 1), QF_FT_ACT_MAX << 1))
+                               >> (QF_FT_PRODUCT_SHIFT + 2));
     }
 }
 
@@ -309,7 +335,7 @@ QF_INLINE int64_t transform_impl(const int16_t *acc_us, const int16_t *acc_them,
                                  uint8_t *x, int32_t *nnz)
 {
     const int64_t half = l1 / 2;
-    const int64_t cmax = 127 << s, shift = 7 + 2 * s;
+    const int64_t cmax = QF_FT_ACT_MAX << s, shift = QF_FT_PRODUCT_SHIFT + 2 * s;
     int64_t n = 0;
 #if defined(QF_USE_AVX512)
     const int64_t blk = 64;
@@ -435,14 +461,14 @@ QF_INLINE void fc0_impl(const int8_t *w0g, const int32_t *b0, const uint8_t *x, 
     int64_t t = 0;
     for (; t + 4 <= n; t += 4) {
         const int64_t g0 = nnz[t], g1 = nnz[t + 1], g2 = nnz[t + 2], g3 = nnz[t + 3];
-        s0 = DP512(s0, _mm512_set1_epi32(load_i32(x + 4 * g0)), _mm512_loadu_si512(w0g + 64 * g0));
-        s1 = DP512(s1, _mm512_set1_epi32(load_i32(x + 4 * g1)), _mm512_loadu_si512(w0g + 64 * g1));
-        s2 = DP512(s2, _mm512_set1_epi32(load_i32(x + 4 * g2)), _mm512_loadu_si512(w0g + 64 * g2));
-        s3 = DP512(s3, _mm512_set1_epi32(load_i32(x + 4 * g3)), _mm512_loadu_si512(w0g + 64 * g3));
+        s0 = DP512(s0, _mm512_set1_epi32(load_i32(x + 4 * g0)), _mm512_loadu_si512(w0g + W0G_GROUP * g0));
+        s1 = DP512(s1, _mm512_set1_epi32(load_i32(x + 4 * g1)), _mm512_loadu_si512(w0g + W0G_GROUP * g1));
+        s2 = DP512(s2, _mm512_set1_epi32(load_i32(x + 4 * g2)), _mm512_loadu_si512(w0g + W0G_GROUP * g2));
+        s3 = DP512(s3, _mm512_set1_epi32(load_i32(x + 4 * g3)), _mm512_loadu_si512(w0g + W0G_GROUP * g3));
     }
     for (; t < n; t++) {
         const int64_t g = nnz[t];
-        s0 = DP512(s0, _mm512_set1_epi32(load_i32(x + 4 * g)), _mm512_loadu_si512(w0g + 64 * g));
+        s0 = DP512(s0, _mm512_set1_epi32(load_i32(x + 4 * g)), _mm512_loadu_si512(w0g + W0G_GROUP * g));
     }
     s0 = _mm512_add_epi32(_mm512_add_epi32(s0, s1), _mm512_add_epi32(s2, s3));
     _mm512_storeu_si512((void *)out, s0);
@@ -454,32 +480,32 @@ QF_INLINE void fc0_impl(const int8_t *w0g, const int32_t *b0, const uint8_t *x, 
         const int64_t g0 = nnz[t], g1 = nnz[t + 1];
         const __m256i x0 = _mm256_set1_epi32(load_i32(x + 4 * g0));
         const __m256i x1 = _mm256_set1_epi32(load_i32(x + 4 * g1));
-        lo0 = DP256(lo0, x0, vload(w0g + 64 * g0));
-        hi0 = DP256(hi0, x0, vload(w0g + 64 * g0 + 32));
-        lo1 = DP256(lo1, x1, vload(w0g + 64 * g1));
-        hi1 = DP256(hi1, x1, vload(w0g + 64 * g1 + 32));
+        lo0 = DP256(lo0, x0, vload(w0g + W0G_GROUP * g0));
+        hi0 = DP256(hi0, x0, vload(w0g + W0G_GROUP * g0 + 32));
+        lo1 = DP256(lo1, x1, vload(w0g + W0G_GROUP * g1));
+        hi1 = DP256(hi1, x1, vload(w0g + W0G_GROUP * g1 + 32));
     }
     if (t < n) {
         const int64_t g = nnz[t];
         const __m256i x0 = _mm256_set1_epi32(load_i32(x + 4 * g));
-        lo0 = DP256(lo0, x0, vload(w0g + 64 * g));
-        hi0 = DP256(hi0, x0, vload(w0g + 64 * g + 32));
+        lo0 = DP256(lo0, x0, vload(w0g + W0G_GROUP * g));
+        hi0 = DP256(hi0, x0, vload(w0g + W0G_GROUP * g + 32));
     }
     vstore(out, _mm256_add_epi32(lo0, lo1));
     vstore(out + 8, _mm256_add_epi32(hi0, hi1));
 #else
-    uint32_t s[FC0_OUT];
-    for (int o = 0; o < FC0_OUT; o++)
+    uint32_t s[QF_FC0_OUT];
+    for (int o = 0; o < QF_FC0_OUT; o++)
         s[o] = (uint32_t)b0[o];
     for (int64_t t = 0; t < n; t++) {
         const int64_t g = nnz[t];
-        const int8_t *wg = w0g + 64 * g;
+        const int8_t *wg = w0g + W0G_GROUP * g;
         const uint8_t *xg = x + 4 * g;
-        for (int o = 0; o < FC0_OUT; o++)
+        for (int o = 0; o < QF_FC0_OUT; o++)
             s[o] += (uint32_t)(wg[4 * o] * xg[0] + wg[4 * o + 1] * xg[1] + wg[4 * o + 2] * xg[2]
                                + wg[4 * o + 3] * xg[3]);
     }
-    for (int o = 0; o < FC0_OUT; o++)
+    for (int o = 0; o < QF_FC0_OUT; o++)
         out[o] = (int32_t)s[o];
 #endif
 }
@@ -496,7 +522,8 @@ QF_API void QF(fc0)(const int8_t *w0g, const int32_t *b0, const uint8_t *x, cons
 /* ------------------------------------------------------------------------------------------------------ */
 
 /* Exact for every int32 input:
- *   sqr: min(127, v*v >> 19) is 127 for |v| >= 8160, so v is clamped to +-8160 first (product < 2^31);
+ *   sqr: min(127, v*v >> 19) is 127 for |v| >= 8160 (QF_SQR_LIMIT), so v is clamped to +-8160 first
+ *        (product < 2^31);
  *   fc_1: the weighted sum is at most 32*128*127 = 520192 in magnitude; the bias is clamped to +-2^30
  *         first, which does not change clamp((b + s) >> 6, 0, 127) and keeps the int32 sum exact;
  *   fc_2 and the skip are summed in int64, as the Numba path does. */
@@ -506,24 +533,24 @@ QF_INLINE int64_t head_impl(const int32_t *fc0, const int8_t *w1g, const int32_t
 #if defined(QF_USE_AVX512)
     const __m512i v = _mm512_loadu_si512((const void *)fc0);
     const __m512i zero = _mm512_setzero_si512();
-    const __m512i c127 = _mm512_set1_epi32(127);
-    const __m512i vc = _mm512_min_epi32(_mm512_max_epi32(v, _mm512_set1_epi32(-SQR_CLAMP)),
-                                        _mm512_set1_epi32(SQR_CLAMP));
-    const __m512i sq = _mm512_min_epi32(_mm512_srli_epi32(_mm512_mullo_epi32(vc, vc), 19), c127);
-    const __m512i cr = _mm512_min_epi32(_mm512_max_epi32(_mm512_srai_epi32(v, 6), zero), c127);
+    const __m512i c127 = _mm512_set1_epi32(QF_ACT_MAX);
+    const __m512i vc = _mm512_min_epi32(_mm512_max_epi32(v, _mm512_set1_epi32(-QF_SQR_LIMIT)),
+                                        _mm512_set1_epi32(QF_SQR_LIMIT));
+    const __m512i sq = _mm512_min_epi32(_mm512_srli_epi32(_mm512_mullo_epi32(vc, vc), QF_SQR_SHIFT), c127);
+    const __m512i cr = _mm512_min_epi32(_mm512_max_epi32(_mm512_srai_epi32(v, QF_WEIGHT_SCALE_BITS), zero), c127);
     const __m128i sqb = _mm512_cvtepi32_epi8(sq);
     const __m128i crb = _mm512_cvtepi32_epi8(cr);
 #elif defined(QF_USE_AVX2)
     const __m256i zero = _mm256_setzero_si256();
-    const __m256i c127 = _mm256_set1_epi32(127);
-    const __m256i lo_c = _mm256_set1_epi32(-SQR_CLAMP), hi_c = _mm256_set1_epi32(SQR_CLAMP);
+    const __m256i c127 = _mm256_set1_epi32(QF_ACT_MAX);
+    const __m256i lo_c = _mm256_set1_epi32(-QF_SQR_LIMIT), hi_c = _mm256_set1_epi32(QF_SQR_LIMIT);
     const __m256i v0 = vload(fc0), v1 = vload(fc0 + 8);
     const __m256i vc0 = _mm256_min_epi32(_mm256_max_epi32(v0, lo_c), hi_c);
     const __m256i vc1 = _mm256_min_epi32(_mm256_max_epi32(v1, lo_c), hi_c);
-    const __m256i sq0 = _mm256_min_epi32(_mm256_srli_epi32(_mm256_mullo_epi32(vc0, vc0), 19), c127);
-    const __m256i sq1 = _mm256_min_epi32(_mm256_srli_epi32(_mm256_mullo_epi32(vc1, vc1), 19), c127);
-    const __m256i cr0 = _mm256_min_epi32(_mm256_max_epi32(_mm256_srai_epi32(v0, 6), zero), c127);
-    const __m256i cr1 = _mm256_min_epi32(_mm256_max_epi32(_mm256_srai_epi32(v1, 6), zero), c127);
+    const __m256i sq0 = _mm256_min_epi32(_mm256_srli_epi32(_mm256_mullo_epi32(vc0, vc0), QF_SQR_SHIFT), c127);
+    const __m256i sq1 = _mm256_min_epi32(_mm256_srli_epi32(_mm256_mullo_epi32(vc1, vc1), QF_SQR_SHIFT), c127);
+    const __m256i cr0 = _mm256_min_epi32(_mm256_max_epi32(_mm256_srai_epi32(v0, QF_WEIGHT_SCALE_BITS), zero), c127);
+    const __m256i cr1 = _mm256_min_epi32(_mm256_max_epi32(_mm256_srai_epi32(v1, QF_WEIGHT_SCALE_BITS), zero), c127);
     /* int32 -> int16 -> uint8 with the lane order restored after each pack: bytes sq[0..15], cr[0..15]. */
     const __m256i sq16 = _mm256_permute4x64_epi64(_mm256_packs_epi32(sq0, sq1), 0xD8);
     const __m256i cr16 = _mm256_permute4x64_epi64(_mm256_packs_epi32(cr0, cr1), 0xD8);
@@ -536,7 +563,7 @@ QF_INLINE int64_t head_impl(const int32_t *fc0, const int8_t *w1g, const int32_t
     /* l1in = sqr[0..14], cr[0..14], 0, 0 */
     const __m128i keep15 = _mm_setr_epi8(-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0);
     const __m128i keep14 = _mm_setr_epi8(-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 0);
-    uint8_t in[FC1_IN] __attribute__((aligned(32)));
+    uint8_t in[QF_FC1_IN] __attribute__((aligned(32)));
     _mm_store_si128((__m128i *)in, _mm_or_si128(_mm_and_si128(sqb, keep15), _mm_slli_si128(crb, 15)));
     _mm_store_si128((__m128i *)(in + 16), _mm_and_si128(_mm_srli_si128(crb, 1), keep14));
 #endif
@@ -544,18 +571,18 @@ QF_INLINE int64_t head_impl(const int32_t *fc0, const int8_t *w1g, const int32_t
 #if defined(QF_USE_AVX512)
     __m512i s0 = _mm512_setzero_si512(), s1 = _mm512_setzero_si512();
 #pragma GCC unroll 8
-    for (int g = 0; g < FC1_IN / 4; g++) {
+    for (int g = 0; g < QF_FC1_IN / 4; g++) {
         const __m512i xv = _mm512_set1_epi32(load_i32(in + 4 * g));
-        s0 = DP512(s0, xv, _mm512_loadu_si512(w1g + 128 * g));
-        s1 = DP512(s1, xv, _mm512_loadu_si512(w1g + 128 * g + 64));
+        s0 = DP512(s0, xv, _mm512_loadu_si512(w1g + W1G_GROUP * g));
+        s1 = DP512(s1, xv, _mm512_loadu_si512(w1g + W1G_GROUP * g + 64));
     }
     const __m512i bmin = _mm512_set1_epi32(-BIAS1_CLAMP), bmax = _mm512_set1_epi32(BIAS1_CLAMP);
     const __m512i bb0 = _mm512_min_epi32(_mm512_max_epi32(_mm512_loadu_si512(b1), bmin), bmax);
     const __m512i bb1 = _mm512_min_epi32(_mm512_max_epi32(_mm512_loadu_si512(b1 + 16), bmin), bmax);
-    const __m512i c0 = _mm512_min_epi32(_mm512_max_epi32(_mm512_srai_epi32(_mm512_add_epi32(s0, bb0), 6), zero),
-                                        c127);
-    const __m512i c1 = _mm512_min_epi32(_mm512_max_epi32(_mm512_srai_epi32(_mm512_add_epi32(s1, bb1), 6), zero),
-                                        c127);
+    const __m512i c0 = _mm512_min_epi32(
+        _mm512_max_epi32(_mm512_srai_epi32(_mm512_add_epi32(s0, bb0), QF_WEIGHT_SCALE_BITS), zero), c127);
+    const __m512i c1 = _mm512_min_epi32(
+        _mm512_max_epi32(_mm512_srai_epi32(_mm512_add_epi32(s1, bb1), QF_WEIGHT_SCALE_BITS), zero), c127);
     const __m256i cb = _mm256_set_m128i(_mm512_cvtepi32_epi8(c1), _mm512_cvtepi32_epi8(c0));
     const __m256i prod = _mm256_madd_epi16(_mm256_maddubs_epi16(cb, _mm256_loadu_si256((const __m256i *)w2)),
                                            _mm256_set1_epi16(1));
@@ -566,19 +593,19 @@ QF_INLINE int64_t head_impl(const int32_t *fc0, const int8_t *w1g, const int32_t
 #elif defined(QF_USE_AVX2)
     __m256i s[4] = {zero, zero, zero, zero};
 #pragma GCC unroll 8
-    for (int g = 0; g < FC1_IN / 4; g++) {
+    for (int g = 0; g < QF_FC1_IN / 4; g++) {
         const __m256i xv = _mm256_set1_epi32(load_i32(in + 4 * g));
 #pragma GCC unroll 4
         for (int q = 0; q < 4; q++)
-            s[q] = DP256(s[q], xv, vload(w1g + 128 * g + 32 * q));
+            s[q] = DP256(s[q], xv, vload(w1g + W1G_GROUP * g + 32 * q));
     }
     const __m256i bmin = _mm256_set1_epi32(-BIAS1_CLAMP), bmax = _mm256_set1_epi32(BIAS1_CLAMP);
     __m256i acc = zero;
 #pragma GCC unroll 4
     for (int q = 0; q < 4; q++) {
         const __m256i bb = _mm256_min_epi32(_mm256_max_epi32(vload(b1 + 8 * q), bmin), bmax);
-        const __m256i c = _mm256_min_epi32(_mm256_max_epi32(_mm256_srai_epi32(_mm256_add_epi32(s[q], bb), 6), zero),
-                                           c127);
+        const __m256i c = _mm256_min_epi32(
+            _mm256_max_epi32(_mm256_srai_epi32(_mm256_add_epi32(s[q], bb), QF_WEIGHT_SCALE_BITS), zero), c127);
         const __m256i wq = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(w2 + 8 * q)));
         acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(c, wq));
     }
@@ -587,25 +614,25 @@ QF_INLINE int64_t head_impl(const int32_t *fc0, const int8_t *w1g, const int32_t
     r = _mm_add_epi32(r, _mm_shuffle_epi32(r, 0xB1));
     const int64_t fc2 = (int64_t)_mm_cvtsi128_si32(r);
 #else
-    int32_t in[FC1_IN];
-    for (int o = 0; o < FC0_OUT - 1; o++) {
+    int32_t in[QF_FC1_IN];
+    for (int o = 0; o < QF_FC0_OUT - 1; o++) {
         const int64_t v = fc0[o];
-        const int64_t sq = (v * v) >> 19;
-        in[o] = (int32_t)(sq < 127 ? sq : 127);
-        in[FC0_OUT - 1 + o] = (int32_t)clamp64(v >> 6, 0, 127);
+        const int64_t sq = (v * v) >> QF_SQR_SHIFT;
+        in[o] = (int32_t)(sq < QF_ACT_MAX ? sq : QF_ACT_MAX);
+        in[QF_FC0_OUT - 1 + o] = (int32_t)clamp64(v >> QF_WEIGHT_SCALE_BITS, 0, QF_ACT_MAX);
     }
-    in[FC1_IN - 2] = 0;
-    in[FC1_IN - 1] = 0;
+    for (int i = 2 * (QF_FC0_OUT - 1); i < QF_FC1_IN; i++)
+        in[i] = 0;
     int64_t fc2 = 0;
-    for (int o = 0; o < FC1_OUT; o++) {
+    for (int o = 0; o < QF_FC1_OUT; o++) {
         int64_t s = b1[o];
-        for (int g = 0; g < FC1_IN / 4; g++)
+        for (int g = 0; g < QF_FC1_IN / 4; g++)
             for (int k = 0; k < 4; k++)
-                s += (int64_t)w1g[128 * g + 4 * o + k] * in[4 * g + k];
-        fc2 += (int64_t)w2[o] * clamp64(s >> 6, 0, 127);
+                s += (int64_t)w1g[W1G_GROUP * g + 4 * o + k] * in[4 * g + k];
+        fc2 += (int64_t)w2[o] * clamp64(s >> QF_WEIGHT_SCALE_BITS, 0, QF_ACT_MAX);
     }
 #endif
-    return b2 + fc2 + forward_skip(fc0[FC0_OUT - 1]);
+    return b2 + fc2 + forward_skip(fc0[QF_FC0_OUT - 1]);
 }
 
 /* Positional output of one layer stack from fc_0's 16 outputs. */
@@ -658,5 +685,17 @@ static const char qf_build_id_str[] = "QFKERNEL-BUILD-ID:" QF_BUILD_ID ";";
 QF_API const char *qf_build_id(void)
 {
     return qf_build_id_str + 18;
+}
+
+/* The architecture constants this library was compiled with (QF_ARCH_VALUES of qfarch.h, in the order of
+   nnue/architecture.py's C_CONSTANTS): writes at most n of them to out and returns how many there are.
+   nnue/ckernel.py refuses a library whose constants are not the Python side's. */
+QF_API int64_t qf_arch(int64_t *out, int64_t n)
+{
+    static const int64_t values[] = QF_ARCH_VALUES;
+    const int64_t count = (int64_t)(sizeof values / sizeof values[0]);
+    for (int64_t i = 0; i < n && i < count; i++)
+        out[i] = values[i];
+    return count;
 }
 #endif

@@ -68,5 +68,7 @@ QF_API int64_t QF(forward)(const int16_t *acc_us, const int16_t *acc_them, int64
 #define QF_CPU_AVX512VNNI 4  /* AVX-512 VNNI */
 QF_API int64_t qf_cpu_features(void);
 QF_API const char *qf_build_id(void);
+/* The constants of qfarch.h the library was compiled with: at most n into out; returns their number. */
+QF_API int64_t qf_arch(int64_t *out, int64_t n);
 
 #endif

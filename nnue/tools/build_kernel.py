@@ -24,7 +24,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from nnue.kernelfiles import LIBRARY, SOURCE, source_bytes, source_id
+from nnue.architecture import write_c_header
+from nnue.kernelfiles import KERNEL_DIR, LIBRARY, SOURCE, source_bytes, source_id
 
 COMMON_FLAGS = ["-O3", "-std=gnu11", "-fPIC", "-fvisibility=hidden", "-fwrapv", "-fno-strict-aliasing",
                 "-Wall", "-Wextra", "-Wno-unused-function"]
@@ -124,6 +125,7 @@ def build(force: bool = False, cc: str | None = None, out: Path = LIBRARY, verbo
     cc = find_compiler(cc)
     if not SOURCE.is_file():
         raise KernelBuildError(f"kernel source not found: {SOURCE}")
+    write_c_header(KERNEL_DIR)   # qfarch.h from nnue/architecture.py; the build id below hashes it too
     bid = full_build_id(cc)
     out = Path(out)
     if not force and out.is_file() and library_build_id(out) == bid:

@@ -30,7 +30,7 @@ from numba import njit
 from nnue import ckernel
 from nnue.accumulator import ensure_accumulator, make_stack, refresh, refresh_ply, update
 from nnue.inference import forward, make_scratch
-from nnue.netfile import FT_BIAS, load_net
+from nnue.netfile import load_net
 from nnue.netpath import resolve_net_path
 from nnue.pychess_bridge import dirty_pieces, mailbox, set_dirty, side_to_move
 
@@ -185,7 +185,7 @@ def reference_positions(arrays, n):
     """Accumulators (ply = position), sides and buckets of the first ``n`` reference positions."""
     with open(TSV) as fh:
         rows = list(csv.DictReader(fh, delimiter="\t"))[:n]
-    l1 = arrays[FT_BIAS].shape[0]
+    l1 = arrays.ft_bias.shape[0]
     acc, psqt, computed, _, _ = STACK(l1, len(rows))
     sides = np.zeros(len(rows), np.int64)
     buckets = np.zeros(len(rows), np.int64)
@@ -254,7 +254,7 @@ def main(argv=None):
 
     net = load_net(resolve_net_path(args.net))
     arrays = net.arrays()
-    l1 = arrays[FT_BIAS].shape[0]
+    l1 = arrays.ft_bias.shape[0]
     try:
         lib = ckernel.load_library()
         usable = ckernel.usable_variants(lib)
