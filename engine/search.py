@@ -17,18 +17,17 @@ import numpy as np
 from numba import njit
 
 from engine.attacks import attackers_by, bishop_attacks, rook_attacks
-from engine.bitops import U0, bit, lsb, pop_lsb
+from engine.bitops import U0, bit, lsb, pop_lsb, popcount
 from engine.intrinsics import borrowed, prefetch
 from engine.movegen import checkers, generate_legal, generate_tactical
 from engine.movegen import gives_check as gives_check_move
 from engine.position import (MOVE_CASTLE, MOVE_EP, MOVE_NULL, ST_KEY, ST_KSQ, ST_PLY_FROM_NULL, ST_RULE50, ST_SIDE,
                              make_move, make_null_move)
-from engine.bitops import popcount
-from nnue.ckernel import ensure_accumulator_cached, ensure_accumulator_cached_c, forward_c
-from nnue.evaluate import REEVAL_THRESHOLD, SMALLNET_THRESHOLD, final_eval_17, finish_bb, material_17_bb, nnue_17
-from nnue.inference import bucket_of, forward
+from engine.state import MAX_PLY
+from nnue.evaluate import evaluate_pair_counts, finish_bb, material_17_bb
+from nnue.inference import bucket_of
 from nnue.netdir import unpack as unpack_net
-from engine.state import MAX_PLY, STACK  # noqa: F401  (STACK: re-exported for the driver)
+from nnue.stack import net_output
 
 INF = 32001
 MATE = 32000
@@ -246,51 +245,38 @@ def is_repetition(keys, st, idx, root_idx):
     return False
 
 
-@njit(cache=True, nogil=True, inline="always")
-def _net_output(use_c, kf, net, cnet, cache, nn, scratch, ply, board, st, side, bucket):
-    """One net's raw (psqt, positional) of ``bucket`` at ``ply``, its accumulators brought up to date lazily."""
-    acc, psqt, computed, dirty, ndirty = nn
-    if use_c:
-        ensure_accumulator_cached_c(kf, cnet, cache, acc, psqt, computed, dirty, ndirty, ply, board,
-                                    st[ST_KSQ], st[ST_KSQ + 1], scratch)
-        return forward_c(kf, cnet, acc, psqt, ply, side, bucket, scratch)
-    ensure_accumulator_cached(net, cache, acc, psqt, computed, dirty, ndirty, ply, board,
-                              st[ST_KSQ], st[ST_KSQ + 1], scratch)
-    return forward(net, acc, psqt, ply, side, bucket, scratch)
-
-
 @njit(cache=True, nogil=True, _nrt=False)
 def static_eval(S, ply, bb, board, st, optimism):
     """NNUE evaluation of the position at ``ply`` (side to move's view), by the C kernel or Numba.
 
-    One net: the formula of its generation (``nnue.evaluate.finish``). A 17.1 pair (ctl.pair):
-    ``nnue.evaluate.evaluate_pair``'s decisions and arithmetic (small net when |simple_eval| is large,
-    the big net otherwise or when the small net's result is small), here with the refresh caches and
-    either evaluation path; only the net(s) evaluated have their accumulators brought up to date.
+    One net: the formula of its generation (``nnue.evaluate.finish``). A 17.1 pair (``ctl.pair``):
+    ``nnue.evaluate.evaluate_pair_counts``, which takes the pair decision (small net when |simple_eval| is
+    large, the big net otherwise or when the small net's result is small). Each net's accumulators are
+    brought up to date lazily (``nnue.stack``), through the refresh caches, on the path ``ctl.use_c`` names.
     """
     ctl = S.ctl[0]
     use_c = ctl.use_c != 0
     kf = S.kf
     side = st[ST_SIDE]
     rule50 = st[ST_RULE50]
+    ksq_w = st[ST_KSQ]
+    ksq_b = st[ST_KSQ + 1]
+    net, cnet, _, _, cache, scratch = unpack_net(S.net)
     if ctl.pair:
         pieces, simple, mat = material_17_bb(bb, side)
-        bucket = bucket_of(pieces)
-        if abs(simple) > SMALLNET_THRESHOLD:
-            s_net, s_cnet, s_acc, s_psqt, s_cache, s_scratch = unpack_net(S.small_net)
-            nn = S.nn
-            s_nn = (s_acc, s_psqt, S.small_computed, nn[3], nn[4])
-            p, q = _net_output(use_c, kf, s_net, s_cnet, s_cache, s_nn, s_scratch, ply, board, st, side, bucket)
-            p16, q16, nnue = nnue_17(p, q)
-            if abs(nnue) >= REEVAL_THRESHOLD:
-                return final_eval_17(nnue, p16, q16, mat, rule50, optimism)
-        net, cnet, _, _, cache, scratch = unpack_net(S.net)
-        p, q = _net_output(use_c, kf, net, cnet, cache, S.nn, scratch, ply, board, st, side, bucket)
-        p16, q16, nnue = nnue_17(p, q)
-        return final_eval_17(nnue, p16, q16, mat, rule50, optimism)
-    net, cnet, _, _, cache, scratch = unpack_net(S.net)
+        s_net, s_cnet, s_acc, s_psqt, s_cache, s_scratch = unpack_net(S.small_net)
+        nn = S.nn
+        s_nn = (s_acc, s_psqt, S.small_computed, nn[3], nn[4])
+        if use_c:
+            return evaluate_pair_counts(net, s_net, nn, s_nn, ply, board, ksq_w, ksq_b, side, pieces, simple, mat,
+                                        rule50, optimism, scratch, s_scratch, cache, s_cache, kf, cnet, s_cnet)
+        return evaluate_pair_counts(net, s_net, nn, s_nn, ply, board, ksq_w, ksq_b, side, pieces, simple, mat,
+                                    rule50, optimism, scratch, s_scratch, cache, s_cache)
     bucket = bucket_of(popcount(bb[0] | bb[8]))
-    p, q = _net_output(use_c, kf, net, cnet, cache, S.nn, scratch, ply, board, st, side, bucket)
+    if use_c:
+        p, q = net_output(net, S.nn, ply, board, ksq_w, ksq_b, side, bucket, scratch, cache, kf, cnet)
+    else:
+        p, q = net_output(net, S.nn, ply, board, ksq_w, ksq_b, side, bucket, scratch, cache)
     return finish_bb(net, p, q, bb, side, rule50, optimism)
 
 

@@ -111,7 +111,7 @@ class Searcher:
     def _net_slots(self, net, use_c):
         """(arrays, cnet, stack, scratch, refresh cache) of one net for the search tuple."""
         arrays = net.arrays()
-        l1 = arrays[0].shape[0]
+        l1 = arrays.ft_bias.shape[0]
         return (arrays, ckernel.make_cnet(net, align_ft=use_c), ckernel.make_cstack(l1, STACK),
                 ckernel.make_cscratch(l1) if use_c else make_scratch(l1), ckernel.make_refresh_cache(net))
 

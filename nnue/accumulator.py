@@ -19,9 +19,9 @@ The search owns these arrays (``make_stack`` allocates them):
   e7e8=Q -> ``[(1, 52, 64), (5, 64, 60)]``; O-O for White -> ``[(6, 4, 6), (4, 7, 5)]``.
 
 Protocol: when the engine makes a move to ply p it fills ``dirty[p]``/``ndirty[p]`` and sets
-``computed[p, :] = 0``; the root ply is simply left uncomputed (or refreshed with ``refresh_ply``). Before
-evaluating at ply p it calls ``ensure_accumulator(net, acc, psqt, computed, dirty, ndirty, p, board,
-king_sq_white, king_sq_black)`` with the mailbox and king squares of the position *at ply p*. For each
+``computed[p, :] = 0``; the root ply is simply left uncomputed (or refreshed with ``nnue.stack.refresh_ply``).
+Before evaluating at ply p it calls ``nnue.stack.ensure_accumulator(net, acc, psqt, computed, dirty, ndirty, p,
+board, king_sq_white, king_sq_black)`` with the mailbox and king squares of the position *at ply p*. For each
 perspective this walks back to the nearest computed ancestor; if that perspective's own king moved on the
 way (or no ancestor is computed) it refreshes ply p from ``board``, otherwise it applies the deltas forward
 ply by ply and marks each ply computed, so sibling nodes reuse the work (Stockfish's lazy update).
@@ -187,49 +187,3 @@ def _add_row(dst, w, f, sign):
     else:
         for j in range(dst.shape[0]):
             dst[j] = dst[j] - wf[j]
-
-
-@njit(cache=True, nogil=True)
-def _king_moved(dirty, ndirty, ply, persp):
-    king = persp * 8 + 6
-    for i in range(ndirty[ply]):
-        if dirty[ply, i, 0] == king:
-            return True
-    return False
-
-
-@njit(cache=True, nogil=True)
-def nearest_computed(computed, dirty, ndirty, ply, persp):
-    """Ply of the nearest computed ancestor reachable by updates, or -1 when a refresh is needed."""
-    q = ply
-    while not computed[q, persp]:
-        if q == 0 or _king_moved(dirty, ndirty, q, persp):
-            return -1
-        q -= 1
-    return q
-
-
-@njit(cache=True, nogil=True)
-def ensure_accumulator(net, acc, psqt, computed, dirty, ndirty, ply, board, king_sq_white, king_sq_black):
-    """Make ``acc[ply]``/``psqt[ply]`` valid for both perspectives (see the module docstring)."""
-    for persp in range(2):
-        if computed[ply, persp]:
-            continue
-        ksq = king_sq_white if persp == 0 else king_sq_black
-        q = nearest_computed(computed, dirty, ndirty, ply, persp)
-        if q < 0:
-            refresh(net, board, persp, ksq, acc[ply, persp], psqt[ply, persp])
-            computed[ply, persp] = 1
-        else:
-            for p in range(q + 1, ply + 1):
-                update(net, persp, ksq, dirty[p], ndirty[p], acc[p - 1, persp], acc[p, persp],
-                       psqt[p - 1, persp], psqt[p, persp])
-                computed[p, persp] = 1
-
-
-@njit(cache=True, nogil=True)
-def refresh_ply(net, acc, psqt, computed, ply, board):
-    """Refresh both perspectives of ``ply`` from ``board`` (finds the kings itself); for the root."""
-    for persp in range(2):
-        refresh(net, board, persp, king_square(board, persp), acc[ply, persp], psqt[ply, persp])
-        computed[ply, persp] = 1

@@ -29,10 +29,10 @@ Wrappers (same semantics as the Numba path, plus the kernel tuple and a scratch 
 * ``refresh_c(kf, cnet, board, persp, ksq, acc_out, psqt_out, scratch)`` = ``accumulator.refresh``
 * ``update_c(kf, cnet, persp, ksq, dirty_row, nd, acc_src, acc_dst, psqt_src, psqt_dst, scratch)``
   = ``accumulator.update``
-* ``ensure_accumulator_c(kf, cnet, acc, psqt, computed, dirty, ndirty, ply, board, ksq_w, ksq_b, scratch)``
-  and ``refresh_ply_c(kf, cnet, acc, psqt, computed, ply, board, scratch)``
-* refresh cache (``make_refresh_cache``): ``refresh_cached_c`` / ``ensure_accumulator_cached_c`` (C) and
-  ``refresh_cached`` / ``ensure_accumulator_cached`` (Numba path), see "Refresh cache" below.
+* refresh cache (``make_refresh_cache``): ``refresh_cached_c`` (C) and ``refresh_cached`` (Numba path), see
+  "Refresh cache" below.
+
+The search stack's lazy walk-back over these steps, on either path, is ``nnue.stack.ensure_accumulator``.
 
 With ``kf = kernel.funcs if kernel.is_c else placeholder_funcs()`` one compiled search can serve both paths
 (same Numba types) and choose per call with a flag.
@@ -67,12 +67,11 @@ import numpy as np
 from numba import njit
 
 from nnue import kernelfiles
-from nnue.accumulator import MAX_DIRTY, NO_SQ, update
-from nnue.accumulator import nearest_computed as _nearest_computed
+from nnue.accumulator import MAX_DIRTY, NO_SQ
 from nnue.architecture import (
     BIAS_DTYPE, FC0_OUT, FC1_IN_PADDED, FC1_OUT, FC2_IN_PADDED, MAX_FT_SHIFT, WEIGHT_DTYPE, c_defines,
 )
-from nnue.features import active_features, king_bucket_offset, king_square, orient, piece_plane
+from nnue.features import active_features, king_bucket_offset, orient, piece_plane
 from nnue.inference import WORK_SIZE
 from nnue.intmath import tdiv
 from nnue.netfile import NET_ARRAYS_SPEC, P_FT_SHIFT
@@ -463,32 +462,6 @@ def update_c(kf, cnet, persp, ksq, dirty_row, nd, acc_src, acc_dst, psqt_src, ps
                   na)
 
 
-@njit(cache=True, nogil=True)
-def ensure_accumulator_c(kf, cnet, acc, psqt, computed, dirty, ndirty, ply, board, king_sq_white,
-                         king_sq_black, scratch):
-    """``accumulator.ensure_accumulator`` with the C kernel: lazy update from the nearest computed ancestor,
-    refresh when the perspective's own king moved on the way."""
-    for persp in range(2):
-        if computed[ply, persp]:
-            continue
-        ksq = king_sq_white if persp == 0 else king_sq_black
-        q = _nearest_computed(computed, dirty, ndirty, ply, persp)
-        if q < 0:
-            refresh_c(kf, cnet, board, persp, ksq, acc[ply, persp], psqt[ply, persp], scratch)
-            computed[ply, persp] = 1
-        else:
-            for p in range(q + 1, ply + 1):
-                update_c(kf, cnet, persp, ksq, dirty[p], ndirty[p], acc[p - 1, persp], acc[p, persp],
-                         psqt[p - 1, persp], psqt[p, persp], scratch)
-                computed[p, persp] = 1
-
-
-@njit(cache=True, nogil=True)
-def refresh_ply_c(kf, cnet, acc, psqt, computed, ply, board, scratch):
-    """Refresh both perspectives of ``ply`` from ``board`` (finds the kings itself)."""
-    for persp in range(2):
-        refresh_c(kf, cnet, board, persp, king_square(board, persp), acc[ply, persp], psqt[ply, persp], scratch)
-        computed[ply, persp] = 1
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -573,41 +546,3 @@ def refresh_cached(net, cache, board, persp, ksq, acc_out, psqt_out, scratch):
         acc_out[j] = e[j]
     for k in range(pe.shape[0]):
         psqt_out[k] = pe[k]
-
-
-@njit(cache=True, nogil=True)
-def ensure_accumulator_cached_c(kf, cnet, cache, acc, psqt, computed, dirty, ndirty, ply, board, king_sq_white,
-                                king_sq_black, scratch):
-    """``ensure_accumulator_c`` whose refreshes go through the refresh cache."""
-    for persp in range(2):
-        if computed[ply, persp]:
-            continue
-        ksq = king_sq_white if persp == 0 else king_sq_black
-        q = _nearest_computed(computed, dirty, ndirty, ply, persp)
-        if q < 0:
-            refresh_cached_c(kf, cnet, cache, board, persp, ksq, acc[ply, persp], psqt[ply, persp], scratch)
-            computed[ply, persp] = 1
-        else:
-            for p in range(q + 1, ply + 1):
-                update_c(kf, cnet, persp, ksq, dirty[p], ndirty[p], acc[p - 1, persp], acc[p, persp],
-                         psqt[p - 1, persp], psqt[p, persp], scratch)
-                computed[p, persp] = 1
-
-
-@njit(cache=True, nogil=True)
-def ensure_accumulator_cached(net, cache, acc, psqt, computed, dirty, ndirty, ply, board, king_sq_white,
-                              king_sq_black, scratch):
-    """Numba path: ``accumulator.ensure_accumulator`` whose refreshes go through the refresh cache."""
-    for persp in range(2):
-        if computed[ply, persp]:
-            continue
-        ksq = king_sq_white if persp == 0 else king_sq_black
-        q = _nearest_computed(computed, dirty, ndirty, ply, persp)
-        if q < 0:
-            refresh_cached(net, cache, board, persp, ksq, acc[ply, persp], psqt[ply, persp], scratch)
-            computed[ply, persp] = 1
-        else:
-            for p in range(q + 1, ply + 1):
-                update(net, persp, ksq, dirty[p], ndirty[p], acc[p - 1, persp], acc[p, persp],
-                       psqt[p - 1, persp], psqt[p, persp])
-                computed[p, persp] = 1

@@ -4,7 +4,7 @@ nets (docs/nnue-sf17.1.md sections 6-7). The formula follows the net's generatio
 Search API (compiled, side-to-move view):
 
 * ``evaluate(net, acc, psqt, ply, side, board, rule50, optimism, scratch) -> int`` (after
-  ``accumulator.ensure_accumulator`` for ``ply``): for a 15.1 net the NNUE branch of Stockfish 15.1's
+  ``nnue.stack.ensure_accumulator`` for ``ply``): for a 15.1 net the NNUE branch of Stockfish 15.1's
   ``Eval::evaluate``; for a single 17.1 (or 16.x) net, Stockfish 17.1's formula with that net only (no
   small-net shortcut). Piece counts and material are taken from ``board``.
 * ``evaluate_counts(net, acc, psqt, ply, side, pieces, npm, rule50, optimism, psq_eg, scratch) -> int``:
@@ -44,12 +44,13 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from nnue.accumulator import ensure_accumulator, make_stack, refresh_ply
+from nnue.accumulator import make_stack
 from nnue.architecture import GEN_SF15_1, OUTPUT_SCALE
 from nnue.inference import bucket_of, forward, forward_all, make_scratch
 from nnue.intmath import popcount64 as popcount
 from nnue.intmath import tdiv, wrap32
 from nnue.netfile import P_GENERATION
+from nnue.stack import ensure_accumulator, net_output, refresh_ply
 
 VALUE_MAX_EVAL = 31507              # |final eval| < VALUE_TB_WIN_IN_MAX_PLY
 PSQ_EG_NONE = 1 << 30               # "no classical PSQ score available"
@@ -224,25 +225,28 @@ def final_eval_17(nnue, psqt16, pos16, material, rule50, optimism):
 
 
 @njit(cache=True, nogil=True)
-def net_terms_17(net, nn, ply, board, ksq_white, ksq_black, side, bucket, scratch):
-    """Bring one net's accumulators at ``ply`` up to date, evaluate ``bucket``: (psqt16, pos16, nnue)."""
-    acc, psqt, computed, dirty, ndirty = nn
-    ensure_accumulator(net, acc, psqt, computed, dirty, ndirty, ply, board, ksq_white, ksq_black)
-    p, q = forward(net, acc, psqt, ply, side, bucket, scratch)
+def net_terms_17(net, nn, ply, board, ksq_white, ksq_black, side, bucket, scratch, cache=None, kf=None, cnet=None):
+    """One net's accumulators at ``ply`` brought up to date, ``bucket`` evaluated: (psqt16, pos16, nnue).
+    ``cache``/``kf``/``cnet`` choose the path as in ``nnue.stack``."""
+    p, q = net_output(net, nn, ply, board, ksq_white, ksq_black, side, bucket, scratch, cache, kf, cnet)
     return nnue_17(p, q)
 
 
 @njit(cache=True, nogil=True)
 def evaluate_pair_counts(big_net, small_net, big_nn, small_nn, ply, board, ksq_white, ksq_black, side,
-                         pieces, simple_eval, material, rule50, optimism, scratch_big, scratch_small):
-    """Stockfish 17.1's Eval::evaluate with both nets, material counts given (see the module docstring)."""
+                         pieces, simple_eval, material, rule50, optimism, scratch_big, scratch_small,
+                         cache_big=None, cache_small=None, kf=None, cnet_big=None, cnet_small=None):
+    """Stockfish 17.1's Eval::evaluate with both nets, material counts given (see the module docstring): the one
+    statement of the pair decision, for ``evaluate_pair``, the reports and the search. The optional arguments
+    choose the evaluation path for each net as in ``nnue.stack`` (refresh caches, C kernel)."""
     bucket = bucket_of(pieces)
     if abs(simple_eval) > SMALLNET_THRESHOLD:
         p, q, nnue = net_terms_17(small_net, small_nn, ply, board, ksq_white, ksq_black, side, bucket,
-                                  scratch_small)
+                                  scratch_small, cache_small, kf, cnet_small)
         if abs(nnue) >= REEVAL_THRESHOLD:
             return final_eval_17(nnue, p, q, material, rule50, optimism)
-    p, q, nnue = net_terms_17(big_net, big_nn, ply, board, ksq_white, ksq_black, side, bucket, scratch_big)
+    p, q, nnue = net_terms_17(big_net, big_nn, ply, board, ksq_white, ksq_black, side, bucket, scratch_big,
+                              cache_big, kf, cnet_big)
     return final_eval_17(nnue, p, q, material, rule50, optimism)
 
 

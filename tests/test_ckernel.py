@@ -19,7 +19,8 @@ from numba import njit
 
 from engine.fen import parse_fen
 from nnue import architecture, ckernel, kernelfiles
-from nnue.accumulator import ensure_accumulator, make_stack, refresh, refresh_ply
+from nnue.accumulator import make_stack, refresh
+from nnue.stack import ensure_accumulator, refresh_ply
 from nnue.inference import fc0_sparse, find_nnz, forward, forward_all, head, make_scratch, transform_half
 from nnue.netfile import P_FT_SHIFT, NetArrays
 from nnue.tools import build_kernel
@@ -404,8 +405,8 @@ def _rows(n):
 
 
 @njit(cache=True, nogil=True)
-def _refresh_both_c(kf, cnet, acc, psqt, computed, board, scratch):
-    ckernel.refresh_ply_c(kf, cnet, acc, psqt, computed, 0, board, scratch)
+def _refresh_both_c(net, kf, cnet, acc, psqt, computed, board, scratch):
+    refresh_ply(net, acc, psqt, computed, 0, board, scratch, kf, cnet)
 
 
 def test_forward_on_reference_positions(kf, nnue_arrays, cnet):
@@ -421,7 +422,7 @@ def test_forward_on_reference_positions(kf, nnue_arrays, cnet):
         pos = parse_fen(r["fen"])
         board = np.ascontiguousarray(pos.board, dtype=np.int8)
         refresh_ply(nnue_arrays, acc, psqt, computed, 0, board)
-        _refresh_both_c(kf, cnet, acc_c, psqt_c, computed_c, board, cscratch)
+        _refresh_both_c(nnue_arrays, kf, cnet, acc_c, psqt_c, computed_c, board, cscratch)
         assert np.array_equal(acc, acc_c) and np.array_equal(psqt, psqt_c), r["fen"]
         b = int(r["bucket"])
         p, q = forward(nnue_arrays, acc, psqt, 0, pos.side, b, scratch)
@@ -475,8 +476,8 @@ def _play_numba(net, boards, kings, dirty, ndirty, acc, psqt, computed, cache, u
         computed[p, 0] = 0
         computed[p, 1] = 0
         if use_cache:
-            ckernel.ensure_accumulator_cached(net, cache, acc, psqt, computed, dirty, ndirty, p, boards[p],
-                                              kings[p, 0], kings[p, 1], scratch)
+            ensure_accumulator(net, acc, psqt, computed, dirty, ndirty, p, boards[p], kings[p, 0], kings[p, 1],
+                               scratch, cache)
         else:
             ensure_accumulator(net, acc, psqt, computed, dirty, ndirty, p, boards[p], kings[p, 0], kings[p, 1])
         out_acc[p] = acc[p]
@@ -484,18 +485,18 @@ def _play_numba(net, boards, kings, dirty, ndirty, acc, psqt, computed, cache, u
 
 
 @njit(cache=True, nogil=True)
-def _play_c(kf, cnet, boards, kings, dirty, ndirty, acc, psqt, computed, cache, use_cache, scratch, out_acc,
+def _play_c(net, kf, cnet, boards, kings, dirty, ndirty, acc, psqt, computed, cache, use_cache, scratch, out_acc,
             out_psqt):
-    ckernel.refresh_ply_c(kf, cnet, acc, psqt, computed, 0, boards[0], scratch)
+    refresh_ply(net, acc, psqt, computed, 0, boards[0], scratch, kf, cnet)
     for p in range(1, boards.shape[0]):
         computed[p, 0] = 0
         computed[p, 1] = 0
         if use_cache:
-            ckernel.ensure_accumulator_cached_c(kf, cnet, cache, acc, psqt, computed, dirty, ndirty, p, boards[p],
-                                                kings[p, 0], kings[p, 1], scratch)
+            ensure_accumulator(net, acc, psqt, computed, dirty, ndirty, p, boards[p], kings[p, 0], kings[p, 1],
+                               scratch, cache, kf, cnet)
         else:
-            ckernel.ensure_accumulator_c(kf, cnet, acc, psqt, computed, dirty, ndirty, p, boards[p], kings[p, 0],
-                                         kings[p, 1], scratch)
+            ensure_accumulator(net, acc, psqt, computed, dirty, ndirty, p, boards[p], kings[p, 0], kings[p, 1],
+                               scratch, None, kf, cnet)
         out_acc[p] = acc[p]
         out_psqt[p] = psqt[p]
 
@@ -523,7 +524,7 @@ def test_incremental_and_refresh_cache_along_games(kf, nnue_arrays, cnet, seed):
                 _play_numba(nnue_arrays, boards, kings, dirty, ndirty, acc, psqt, computed, cache, use_cache,
                             scratch, out_acc, out_p)
             else:
-                _play_c(kf, cnet, boards, kings, dirty, ndirty, acc, psqt, computed, cache, use_cache, scratch,
+                _play_c(nnue_arrays, kf, cnet, boards, kings, dirty, ndirty, acc, psqt, computed, cache, use_cache, scratch,
                         out_acc, out_p)
             assert np.array_equal(out_acc, full), (path, use_cache)
             assert np.array_equal(out_p, full_p), (path, use_cache)
@@ -600,7 +601,7 @@ def test_sf17_reference_positions(kf, nnue17_pair):
         for r in rows:
             pos = parse_fen(r["fen"])
             board = np.ascontiguousarray(pos.board, dtype=np.int8)
-            _refresh_both_c(kf, cn, acc, psqt, computed, board, cscratch)
+            _refresh_both_c(arrays, kf, cn, acc, psqt, computed, board, cscratch)
             ckernel.forward_all_c(kf, cn, acc, psqt, 0, pos.side, p_c, q_c, cscratch)
             want_p = [int(r[f"{name}_psqt_{k}"]) for k in range(8)]
             want_q = [int(r[f"{name}_positional_{k}"]) for k in range(8)]
@@ -618,6 +619,7 @@ import numpy as np
 from nnue import ckernel
 from nnue.netfile import load_net
 from nnue.netpath import resolve_net_path
+from nnue.stack import refresh_ply
 k = ckernel.load_kernel("c", require=True)
 arrays = load_net(resolve_net_path()).arrays()
 cnet = ckernel.make_cnet(arrays)
@@ -626,7 +628,7 @@ psqt = np.zeros((1, 2, 8), np.int32)
 computed = np.zeros((1, 2), np.uint8)
 board = np.zeros(64, np.int8); board[4] = 6; board[60] = 14; board[12] = 1
 scratch = ckernel.make_cscratch(acc.shape[2])
-ckernel.refresh_ply_c(k.funcs, cnet, acc, psqt, computed, 0, board, scratch)
+refresh_ply(arrays, acc, psqt, computed, 0, board, scratch, k.funcs, cnet)
 print("RESULT", ckernel.forward_c(k.funcs, cnet, acc, psqt, 0, 0, 0, scratch))
 """
 
@@ -640,8 +642,8 @@ def test_numba_cache_is_used_by_a_second_process(kernel_lib, nnue_net):
     assert runs[0].stdout.split("RESULT")[1] == runs[1].stdout.split("RESULT")[1]
     second = runs[1].stdout
     # The functions called from Python are loaded from the cache (their callees are linked into them).
-    for fn in ("forward_c", "refresh_ply_c"):
-        assert any("data loaded from" in ln and f"ckernel.{fn}-" in ln for ln in second.splitlines()), \
+    for fn in ("ckernel.forward_c", "stack.refresh_ply"):
+        assert any("data loaded from" in ln and f"{fn}-" in ln for ln in second.splitlines()), \
             f"{fn} not loaded from the cache:\n{second}"
     saved = [ln for ln in second.splitlines() if "data saved" in ln]
     assert not saved, f"the second process compiled again: {saved[:3]}"

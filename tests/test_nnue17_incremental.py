@@ -7,7 +7,8 @@ from collections import Counter
 import chess
 import numpy as np
 
-from nnue.accumulator import ensure_accumulator, make_pair_stacks, make_stack, refresh
+from nnue.accumulator import make_pair_stacks, make_stack, refresh
+from nnue.stack import ensure_accumulator
 from nnue.evaluate import bitboards, eval_report_pair, evaluate_pair, material_17
 from nnue.inference import make_scratch
 from nnue.pychess_bridge import dirty_pieces, mailbox, set_dirty, side_to_move

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from engine.fen import parse_fen
-from nnue.accumulator import make_pair_stacks, make_stack, refresh_ply
+from nnue.accumulator import make_pair_stacks, make_stack
+from nnue.stack import refresh_ply
 from nnue.architecture import GEN_SF15_1, GEN_SF17_1
 from nnue.evaluate import (
     bitboards, eval_report_pair, evaluate, evaluate_pair, final_eval_17, material_17,

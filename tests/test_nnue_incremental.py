@@ -6,7 +6,8 @@ from collections import Counter
 import chess
 import numpy as np
 
-from nnue.accumulator import MAX_DIRTY, ensure_accumulator, make_stack, refresh, refresh_ply
+from nnue.accumulator import MAX_DIRTY, make_stack, refresh
+from nnue.stack import ensure_accumulator, refresh_ply
 from nnue.evaluate import evaluate
 from nnue.inference import make_scratch
 from nnue.pychess_bridge import dirty_pieces, mailbox, set_dirty, side_to_move

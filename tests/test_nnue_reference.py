@@ -5,7 +5,8 @@ import csv
 import numpy as np
 
 from engine.fen import parse_fen
-from nnue.accumulator import make_stack, refresh_ply
+from nnue.accumulator import make_stack
+from nnue.stack import refresh_ply
 from nnue.evaluate import eval_report, final_eval, nnue_adjusted, nnue_complexity, PSQ_EG_NONE
 from nnue.inference import fc0_dense, fc0_sparse, head, make_scratch, transform
 from nnue.intmath import tdiv, wrap32

@@ -35,7 +35,8 @@ import chess
 import numpy as np
 from numba import njit
 
-from nnue.accumulator import ensure_accumulator, make_stack, refresh_ply
+from nnue.accumulator import make_stack
+from nnue.stack import ensure_accumulator, refresh_ply
 from nnue.evaluate import bitboards, evaluate, evaluate_pair
 from nnue.inference import make_scratch
 from nnue.netfile import load_net

@@ -28,7 +28,8 @@ import numpy as np
 from numba import njit
 
 from nnue import ckernel
-from nnue.accumulator import ensure_accumulator, make_stack, refresh, refresh_ply, update
+from nnue.accumulator import make_stack, refresh, update
+from nnue.stack import ensure_accumulator, refresh_ply
 from nnue.inference import forward, make_scratch
 from nnue.netfile import load_net
 from nnue.netpath import resolve_net_path
@@ -142,28 +143,28 @@ def loop_eval_numba_cached(net, cache, boards, kings, sides, buckets, dirty, ndi
         for p in range(1, boards.shape[0]):
             computed[p, 0] = 0
             computed[p, 1] = 0
-            ckernel.ensure_accumulator_cached(net, cache, acc, psqt, computed, dirty, ndirty, p, boards[p],
-                                              kings[p, 0], kings[p, 1], scratch)
+            ensure_accumulator(net, acc, psqt, computed, dirty, ndirty, p, boards[p], kings[p, 0], kings[p, 1],
+                               scratch, cache)
             a, b = forward(net, acc, psqt, p, sides[p], buckets[p], scratch)
             s += a + b
     return s
 
 
 @njit(cache=True, nogil=True)
-def loop_eval_c(kf, cnet, cache, use_cache, boards, kings, sides, buckets, dirty, ndirty, acc, psqt, computed, reps,
-                scratch):
+def loop_eval_c(net, kf, cnet, cache, use_cache, boards, kings, sides, buckets, dirty, ndirty, acc, psqt, computed,
+                reps, scratch):
     s = 0
     for _ in range(reps):
-        ckernel.refresh_ply_c(kf, cnet, acc, psqt, computed, 0, boards[0], scratch)
+        refresh_ply(net, acc, psqt, computed, 0, boards[0], scratch, kf, cnet)
         for p in range(1, boards.shape[0]):
             computed[p, 0] = 0
             computed[p, 1] = 0
             if use_cache:
-                ckernel.ensure_accumulator_cached_c(kf, cnet, cache, acc, psqt, computed, dirty, ndirty, p,
-                                                    boards[p], kings[p, 0], kings[p, 1], scratch)
+                ensure_accumulator(net, acc, psqt, computed, dirty, ndirty, p, boards[p], kings[p, 0], kings[p, 1],
+                                   scratch, cache, kf, cnet)
             else:
-                ckernel.ensure_accumulator_c(kf, cnet, acc, psqt, computed, dirty, ndirty, p, boards[p], kings[p, 0],
-                                             kings[p, 1], scratch)
+                ensure_accumulator(net, acc, psqt, computed, dirty, ndirty, p, boards[p], kings[p, 0], kings[p, 1],
+                                   scratch, None, kf, cnet)
             a, b = ckernel.forward_c(kf, cnet, acc, psqt, p, sides[p], buckets[p], scratch)
             s += a + b
     return s
@@ -355,8 +356,8 @@ def main(argv=None):
                                                             reps_ref, cscratch), n_ref * reps_ref, args.runs)
             for col, use_cache in (("eval", False), ("eval+cache", True)):
                 cache = ckernel.make_refresh_cache(cn)
-                evc = lambda b, k, s, bk, d, nd, a2, p2, c2: loop_eval_c(kf, cn, cache, use_cache, b, k, s, bk, d,
-                                                                        nd, a2, p2, c2, reps_eval, cscratch)
+                evc = lambda b, k, s, bk, d, nd, a2, p2, c2: loop_eval_c(arrays, kf, cn, cache, use_cache, b, k, s,
+                                                                        bk, d, nd, a2, p2, c2, reps_eval, cscratch)
                 run_eval(evc)
                 r[col] = median_rate(lambda: run_eval(evc), n_eval * reps_eval, args.runs)
             results[label] = r

@@ -1,0 +1,105 @@
+"""The search stack's lazy accumulators: one walk-back for every evaluation path.
+
+Before a net evaluates at ply p, each perspective's accumulator there must be valid. ``ensure_accumulator``
+walks back to the nearest computed ancestor; if that perspective's king moved on the way (or nothing is
+computed) it refreshes ply p from the board, otherwise it applies the recorded moves forward ply by ply and
+marks each ply computed, so sibling nodes reuse the work (Stockfish's lazy update; the stack protocol is in
+``nnue.accumulator``'s docstring).
+
+One function serves the Numba path and the C kernel, with or without the refresh cache: the optional
+arguments choose the steps. ``kf``/``cnet`` (``nnue.ckernel.KernelFuncs`` and ``CNet``) select the C kernel,
+``cache`` (``ckernel.make_refresh_cache``) the refresh cache; left out (None) they select the Numba step and
+the plain refresh. Numba compiles one specialisation per combination and drops the branches of an argument
+that is None at compile time, so the choice costs nothing at run time. ``net`` (``Net.arrays()``) is always
+given: with ``kf`` given, the Numba branch is still compiled (only None arguments prune a branch).
+
+``net_output`` is one net's raw ``(psqt, positional)`` of a bucket at a ply, accumulators included: what the
+search and the two-net evaluation (``nnue.evaluate.evaluate_pair``) call per evaluation.
+"""
+from numba import njit
+
+from nnue.accumulator import refresh, update
+from nnue.ckernel import forward_c, refresh_c, refresh_cached, refresh_cached_c, update_c
+from nnue.features import king_square
+from nnue.inference import forward
+
+
+@njit(cache=True, nogil=True)
+def _king_moved(dirty, ndirty, ply, persp):
+    king = persp * 8 + 6
+    for i in range(ndirty[ply]):
+        if dirty[ply, i, 0] == king:
+            return True
+    return False
+
+
+@njit(cache=True, nogil=True)
+def nearest_computed(computed, dirty, ndirty, ply, persp):
+    """Ply of the nearest computed ancestor reachable by updates, or -1 when a refresh is needed."""
+    q = ply
+    while not computed[q, persp]:
+        if q == 0 or _king_moved(dirty, ndirty, q, persp):
+            return -1
+        q -= 1
+    return q
+
+
+@njit(cache=True, nogil=True)
+def refresh_one(net, board, persp, ksq, acc_out, psqt_out, scratch=None, cache=None, kf=None, cnet=None):
+    """One perspective's accumulator from ``board``, by the path the optional arguments choose."""
+    if kf is None:
+        if cache is None:
+            refresh(net, board, persp, ksq, acc_out, psqt_out)
+        else:
+            refresh_cached(net, cache, board, persp, ksq, acc_out, psqt_out, scratch)
+    else:
+        if cache is None:
+            refresh_c(kf, cnet, board, persp, ksq, acc_out, psqt_out, scratch)
+        else:
+            refresh_cached_c(kf, cnet, cache, board, persp, ksq, acc_out, psqt_out, scratch)
+
+
+@njit(cache=True, nogil=True)
+def ensure_accumulator(net, acc, psqt, computed, dirty, ndirty, ply, board, king_sq_white, king_sq_black,
+                       scratch=None, cache=None, kf=None, cnet=None):
+    """Make ``acc[ply]``/``psqt[ply]`` valid for both perspectives; ``board`` and the king squares are the
+    position's at ``ply``. ``net`` is ``Net.arrays()``; see the module docstring for the optional arguments."""
+    for persp in range(2):
+        if computed[ply, persp]:
+            continue
+        ksq = king_sq_white if persp == 0 else king_sq_black
+        q = nearest_computed(computed, dirty, ndirty, ply, persp)
+        if q < 0:
+            refresh_one(net, board, persp, ksq, acc[ply, persp], psqt[ply, persp], scratch, cache, kf, cnet)
+            computed[ply, persp] = 1
+            continue
+        for p in range(q + 1, ply + 1):
+            if kf is None:
+                update(net, persp, ksq, dirty[p], ndirty[p], acc[p - 1, persp], acc[p, persp],
+                       psqt[p - 1, persp], psqt[p, persp])
+            else:
+                update_c(kf, cnet, persp, ksq, dirty[p], ndirty[p], acc[p - 1, persp], acc[p, persp],
+                         psqt[p - 1, persp], psqt[p, persp], scratch)
+            computed[p, persp] = 1
+
+
+@njit(cache=True, nogil=True)
+def refresh_ply(net, acc, psqt, computed, ply, board, scratch=None, kf=None, cnet=None):
+    """Refresh both perspectives of ``ply`` from ``board`` (finds the kings itself); for a root."""
+    for persp in range(2):
+        refresh_one(net, board, persp, king_square(board, persp), acc[ply, persp], psqt[ply, persp], scratch,
+                    None, kf, cnet)
+        computed[ply, persp] = 1
+
+
+@njit(cache=True, nogil=True)
+def net_output(net, nn, ply, board, king_sq_white, king_sq_black, side, bucket, scratch, cache=None, kf=None,
+               cnet=None):
+    """One net's raw ``(psqt, positional)`` of ``bucket`` at ``ply`` for the side to move ``side``, its stack
+    ``nn = (acc, psqt, computed, dirty, ndirty)`` brought up to date lazily first."""
+    acc, psqt, computed, dirty, ndirty = nn
+    ensure_accumulator(net, acc, psqt, computed, dirty, ndirty, ply, board, king_sq_white, king_sq_black,
+                       scratch, cache, kf, cnet)
+    if kf is None:
+        return forward(net, acc, psqt, ply, side, bucket, scratch)
+    return forward_c(kf, cnet, acc, psqt, ply, side, bucket, scratch)
