@@ -29,7 +29,7 @@ def _fail(exc: BaseException) -> click.ClickException:
 @click.option("--nodes", type=click.IntRange(0), default=_DEFAULTS.nodes, show_default=True,
               help="No new iteration starts after this many nodes (0: no limit).")
 @click.option("--random-plies", type=click.IntRange(0, 100), default=_DEFAULTS.random_plies, show_default=True,
-              help="Random moves after the opening (not recorded).")
+              help="Random moves from the first or second ply of each game (not recorded).")
 @click.option("--max-plies", type=click.IntRange(1, MAX_GAME_PLIES), default=_DEFAULTS.max_plies,
               show_default=True, help="Game length adjudicated a draw.")
 @click.option("--openings", type=click.Path(dir_okay=False), default=None,
