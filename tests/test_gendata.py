@@ -95,6 +95,21 @@ def test_long_games_are_adjudicated_draws(nnue_net):
     assert 0 < len(records) <= 10 and (records["result"] == 1).all()
 
 
+def test_quiet_moves_and_centipawns():
+    from engine.position import MOVE_CASTLE, MOVE_EP, encode_move
+    from engine.searcher import score_to_uci
+    from engine.selfplay.game import centipawns, is_quiet
+    board = np.zeros(64, np.int8)
+    board[4], board[7], board[12], board[52], board[36], board[35] = 6, 4, 1, 9, 1, 9   # Ke1 Rh1 e2 e7 e5 d5
+    assert is_quiet(board, encode_move(12, 20, 0, 0))                 # e2-e3
+    assert is_quiet(board, encode_move(4, 7, 0, MOVE_CASTLE))         # O-O as king takes rook
+    assert not is_quiet(board, encode_move(36, 43, 0, MOVE_EP))       # exd6 e.p.
+    assert not is_quiet(board, encode_move(7, 52, 0, 0))              # a capture
+    assert not is_quiet(board, encode_move(52, 60, 5, 0))             # a promotion
+    for v in (-31507, -1000, -361, -4, -3, 0, 3, 4, 361, 1000, 31507):
+        assert f"cp {centipawns(v)}" == score_to_uci(v)
+
+
 def test_threefold_counts_positions_of_the_same_side():
     keys = np.array([1, 2, 3, 4, 1, 2, 3, 4, 1], np.uint64)
     assert threefold(keys, 8, 8)

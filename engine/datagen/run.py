@@ -6,9 +6,9 @@ game is cut to fit). The parent appends games to the output in a fixed order, ga
 Every write is whole records of whole games, so the file is valid at any moment; an existing file is
 appended to (refused when it is not a whole number of records).
 
-Ctrl-C: no new game starts; the games under way finish (a fraction of a second at small budgets), are
-written, and ``generate`` returns with ``interrupted`` set. A second Ctrl-C stops the workers at once,
-writing what has arrived.
+Ctrl-C: no new game starts; the games under way finish (a fraction of a second at small budgets; a game
+is one compiled call, which a signal cannot cut short), are written, and ``generate`` returns with
+``interrupted`` set. With worker processes a second Ctrl-C stops them at once, writing what has arrived.
 """
 from __future__ import annotations
 
