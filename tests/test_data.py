@@ -218,3 +218,15 @@ def test_codec_pack_unpack_matches_mailbox(sample):
         codec.unpack_board(data[i], board)
         assert (board == mailbox(b)).all()
     assert from_bytes(data).dtype == RECORD_DTYPE
+
+
+def test_trainer_side_imports_neither_engine_nor_torch():
+    """Layering: a trainer reads records and features with nnue.train alone."""
+    import subprocess
+    import sys
+    from tests.shared import ROOT
+    code = ("import sys, nnue.train, nnue.train.records, nnue.train.text, nnue.train.features\n"
+            "bad = [m for m in sys.modules if m.split('.')[0] in ('engine', 'torch', 'uci')]\n"
+            "assert not bad, bad")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr

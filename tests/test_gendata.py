@@ -1,6 +1,5 @@
 """Self-play data generation (engine.datagen, engine.selfplay) and the gendata / data commands."""
 
-import os
 import signal
 import subprocess
 import sys

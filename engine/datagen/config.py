@@ -4,8 +4,8 @@ loading the compiled engine.
 Why depth 1 by default: it is the budget that reaches 5,000 labelled positions per second per core on the
 development machine. A node costs about 3 us there (mostly the NNUE update and forward pass), a depth-1
 search some 40 nodes, and about 64% of the positions searched are kept. Deeper searches label better at a
-lower rate (measured: depth 2 about 3,200 positions per CPU-second, depth 3 about 1,900, ``--depth 8
---nodes 600`` about 400).
+lower rate (measured: depth 2 about 3,000 positions per CPU-second, depth 3 about 1,800, ``--depth 8
+--nodes 600`` about 350).
 """
 from __future__ import annotations
 

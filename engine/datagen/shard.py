@@ -12,6 +12,7 @@ from engine.selfplay.game import play_game, rng_below
 from engine.searcher import Searcher
 from nnue.train.codec import RECORD_SIZE
 
+
 class Game(NamedTuple):
     data: bytes            # the kept positions, whole 32-byte records
     records: int
