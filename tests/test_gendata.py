@@ -187,6 +187,13 @@ def _run(args):
     return result
 
 
+def test_command_line_defaults_are_the_configs():
+    from engine.datagen import config
+    from uci import gendata_command
+    assert gendata_command.DEFAULTS == {name: getattr(config.GenConfig(), name) for name in gendata_command.DEFAULTS}
+    assert gendata_command.MAX_GAME_PLIES == config.MAX_GAME_PLIES
+
+
 def test_gendata_command_writes_and_reports(tmp_path):
     out = tmp_path / "g.bin"
     result = _run(["gendata", "-o", str(out), "--positions", "200", "--workers", "1", "--seed", "2",

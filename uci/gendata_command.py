@@ -7,9 +7,10 @@ import sys
 
 import click
 
-from engine.datagen.config import MAX_GAME_PLIES, GenConfig
-
-_DEFAULTS = GenConfig()
+# engine.datagen.config's GenConfig defaults and MAX_GAME_PLIES, repeated so that loading the command line
+# imports no engine code (tests/test_cli_commands.py); tests/test_gendata.py checks that they agree.
+DEFAULTS = {"depth": 1, "nodes": 0, "random_plies": 4, "max_plies": 400, "hash_mb": 4}
+MAX_GAME_PLIES = 1000
 
 
 def _fail(exc: BaseException) -> click.ClickException:
@@ -24,18 +25,18 @@ def _fail(exc: BaseException) -> click.ClickException:
 @click.option("--seed", type=click.IntRange(0), default=0, show_default=True,
               help="Random seed: the same seed and worker count give the same records.")
 @click.option("--workers", type=click.IntRange(1), default=None, help="Processes (default: every core).")
-@click.option("--depth", type=click.IntRange(1, 60), default=_DEFAULTS.depth, show_default=True,
+@click.option("--depth", type=click.IntRange(1, 60), default=DEFAULTS["depth"], show_default=True,
               help="Deepest search iteration per move.")
-@click.option("--nodes", type=click.IntRange(0), default=_DEFAULTS.nodes, show_default=True,
+@click.option("--nodes", type=click.IntRange(0), default=DEFAULTS["nodes"], show_default=True,
               help="No new iteration starts after this many nodes (0: no limit).")
-@click.option("--random-plies", type=click.IntRange(0, 100), default=_DEFAULTS.random_plies, show_default=True,
+@click.option("--random-plies", type=click.IntRange(0, 100), default=DEFAULTS["random_plies"], show_default=True,
               help="Random moves from the first or second ply of each game (not recorded).")
-@click.option("--max-plies", type=click.IntRange(1, MAX_GAME_PLIES), default=_DEFAULTS.max_plies,
+@click.option("--max-plies", type=click.IntRange(1, MAX_GAME_PLIES), default=DEFAULTS["max_plies"],
               show_default=True, help="Game length adjudicated a draw.")
 @click.option("--openings", type=click.Path(dir_okay=False), default=None,
               help="EPD/FEN file of start positions (default: ../shared/data/openings/8moves_v3.epd).")
 @click.option("--net", "net_path", default=None, metavar="PATH", help="Teacher net (default: nets/).")
-@click.option("--hash", "hash_mb", type=click.IntRange(1, 4096), default=_DEFAULTS.hash_mb, show_default=True,
+@click.option("--hash", "hash_mb", type=click.IntRange(1, 4096), default=DEFAULTS["hash_mb"], show_default=True,
               help="Hash per worker in MB.")
 @click.option("--quiet", is_flag=True, help="No progress line.")
 def gendata_command(output, positions, seed, workers, depth, nodes, random_plies, max_plies, openings, net_path,
@@ -45,6 +46,7 @@ def gendata_command(output, positions, seed, workers, depth, nodes, random_plies
     from engine.datagen.openings import OpeningsError
     from engine.datagen.run import WorkerError, default_workers, generate
     from nnue.netpair import load_nets
+    from engine.datagen.config import GenConfig
     from nnue.train.records import DataFileError
     config = GenConfig(depth=depth, nodes=nodes, random_plies=random_plies, max_plies=max_plies, hash_mb=hash_mb)
     workers = workers or default_workers()

@@ -34,8 +34,8 @@ from engine.movegen import MAX_MOVES, checkers, generate_legal
 from engine.position import (MOVE_CASTLE, MOVE_EP, ST_CASTLE, ST_EP, ST_FULLMOVE, ST_KEY, ST_RULE50, ST_SIDE,
                              make_move)
 from engine.search import INF, MATE_IN_MAX, insufficient_material, search_root
-from nnue.evaluate import PAWN_VALUE_NORMALIZE
 from nnue.train.codec import RESULT_AT, STM_AT, pack_record
+from nnue.units import PAWN_VALUE_NORMALIZE
 
 # Why a game ended (``play_game``'s ``reason``).
 CHECKMATE = 0
