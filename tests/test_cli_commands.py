@@ -9,7 +9,7 @@ from click.testing import CliRunner
 from uci.cli import main
 
 REPO = Path(__file__).resolve().parent.parent
-DOCUMENTED = {"perft", "bench", "eval"}     # design.md "Command line" and README "Usage"
+DOCUMENTED = {"perft", "bench", "eval", "gendata", "data"}    # design.md "Command line" and README "Usage"
 
 
 def _listed(help_text):

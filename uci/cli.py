@@ -8,6 +8,7 @@ import click
 # perft` starts as fast as before. Imported directly so that a broken module fails loudly.
 from uci.bench_command import bench_command
 from uci.eval_command import eval_command
+from uci.gendata_command import data_group, gendata_command
 
 
 class CliError(click.ClickException):
@@ -51,6 +52,8 @@ def perft(depth, fen, divide, chess960, epd_file, max_nodes):
 
 main.add_command(eval_command, "eval")
 main.add_command(bench_command, "bench")
+main.add_command(gendata_command, "gendata")
+main.add_command(data_group, "data")
 
 if __name__ == "__main__":
     main()
