@@ -56,6 +56,7 @@ def _register_optional_commands():
         main.add_command(bench_command, "bench")
     except ImportError:
         pass
+    __import__("uci.train_command", fromlist=["register"]).register(main)   # train, export (torch optional)
 
 
 _register_optional_commands()
