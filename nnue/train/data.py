@@ -106,7 +106,8 @@ class ArraySource:
         n = len(self)
         n_val = min(n - 1, max(1, int(round(n * fraction)))) if fraction > 0 else 0
         order = np.random.default_rng(seed ^ 0x5EED).permutation(n)
-        return ArraySource(self.arrays.take(np.sort(order[n_val:]))), ArraySource(self.arrays.take(np.sort(order[:n_val])))
+        train, val = np.sort(order[n_val:]), np.sort(order[:n_val])
+        return ArraySource(self.arrays.take(train)), ArraySource(self.arrays.take(val))
 
 
 class ChainSource:

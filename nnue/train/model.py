@@ -9,7 +9,8 @@ is the float image of the integer arithmetic under the scales of ``nnue.train.sc
 weights this is the float counterpart of the engine's forward pass (the engine floors where this does not).
 
 The FT weights and the PSQT weights share one embedding table (L1 + 8 columns, one sparse sum for both);
-row 22528 is the padding row that index -1 maps to (excluded from the sum).
+row 22528 is the padding row that index -1 maps to (excluded from the sum). On the CPU that sum, the clamp,
+the pairwise product and their gradients run as Numba kernels (``nnue.train.ftkernel``).
 """
 
 from __future__ import annotations
@@ -111,6 +112,8 @@ class NnueModel(nn.Module):
         """
         dev = self.ft_bias.device
         bucket = _as_tensor(bucket, torch.int64, dev)
+        if bucket.shape[0] == 0:
+            return torch.zeros(0, device=dev)
         # Positions sorted by bucket, so each layer stack runs on one contiguous slice (8x less work than
         # running all 8 stacks on every position); the outputs are put back in input order at the end.
         order = torch.argsort(bucket, stable=True)
@@ -121,7 +124,6 @@ class NnueModel(nn.Module):
         bi = _as_tensor(black_idx, torch.int64, dev)[order]
         stm = _as_tensor(stm, torch.int64, dev)[order]
         bucket = bucket[order]
-        n = stm.shape[0]
         ftw, ftb, w0, b0, w1, b1, w2, b2 = self._params()
         l1 = self.l1
 
