@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 QF := $(VENV)/bin/quantfish
 
-.PHONY: install venv package kernel net warm test bench clean
+.PHONY: install venv package kernel net warm test bench clean train-deps
 
 install: package kernel net warm
 
@@ -28,6 +28,10 @@ net: $(PY)
 # Compile every Numba function once so that the first game starts at once.
 warm: package kernel
 	$(PY) -m engine.tools.warm
+
+# Optional: PyTorch (CPU wheel, pinned) for training our own nets (quantfish train / export).
+train-deps: $(PY)
+	$(PY) -m pip install -q torch==2.13.0
 
 test: $(PY)
 	$(PY) -m pytest -q

@@ -9,6 +9,7 @@ import click
 from uci.bench_command import bench_command
 from uci.eval_command import eval_command
 from uci.gendata_command import data_group, gendata_command
+from uci.train_command import export_command, train_command
 
 
 class CliError(click.ClickException):
@@ -54,6 +55,8 @@ main.add_command(eval_command, "eval")
 main.add_command(bench_command, "bench")
 main.add_command(gendata_command, "gendata")
 main.add_command(data_group, "data")
+main.add_command(train_command, "train")
+main.add_command(export_command, "export")
 
 if __name__ == "__main__":
     main()

@@ -15,9 +15,9 @@ from numba import njit
 from nnue.architecture import MAX_ACTIVE, NUM_FEATURES
 from nnue.features import active_features, king_square
 from nnue.train.codec import RESULT_AT, STM_AT, record_score, unpack_board
-from nnue.train.records import as_bytes
+from nnue.train.records import as_bytes, read_records
 
-__all__ = ["Batch", "MAX_ACTIVE", "NUM_FEATURES", "batch_features"]
+__all__ = ["Batch", "MAX_ACTIVE", "NUM_FEATURES", "batch_features", "training_arrays"]
 
 
 class Batch(NamedTuple):
@@ -70,3 +70,12 @@ def batch_features(records: np.ndarray) -> Batch:
     if n:
         fill_batch(as_bytes(records), *batch)
     return batch
+
+
+def training_arrays(path) -> dict:
+    """A data file as the trainer's arrays (``nnue.train.data.FIELDS``): feature indices of both perspectives,
+    side to move, layer-stack bucket ``(pieces - 1) // 4``, score (centipawns) and result, both from the side to
+    move's view. The whole file is held in memory (about 270 bytes a position)."""
+    b = batch_features(read_records(path))
+    return {"white_idx": b.white, "black_idx": b.black, "stm": b.stm, "bucket": (b.count - 1) // 4,
+            "score": b.score.astype(np.float32), "result": b.result}

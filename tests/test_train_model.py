@@ -1,0 +1,138 @@
+"""The float model against Stockfish 15.1's integer net: the same function up to the engine's roundings."""
+
+import csv
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch", reason="PyTorch not installed (make train-deps)")
+
+from engine.fen import parse_fen  # noqa: E402
+from nnue.train import scales  # noqa: E402
+from nnue.train.distill import feature_rows  # noqa: E402
+from nnue.train.ftkernel import feature_transform, reference_transform  # noqa: E402
+from nnue.train.model import PAD, NnueModel  # noqa: E402
+from nnue.train.quanterror import compare  # noqa: E402
+from nnue.train.quantize import dequantise, quantise  # noqa: E402
+from tests.shared import NNUE_DATA, require  # noqa: E402
+from tests.trainset import distill_set  # noqa: E402
+
+torch.set_num_threads(1)
+
+
+@pytest.fixture(scope="module")
+def sf15_model(nnue_net):
+    return dequantise(nnue_net)
+
+
+@pytest.fixture(scope="module")
+def reference_rows():
+    """Every third row of sf15.1_reference.tsv: indices, side to move, and the 8 buckets' integers."""
+    with open(require(NNUE_DATA / "sf15.1_reference.tsv")) as fh:
+        rows = list(csv.DictReader(fh, delimiter="\t"))[::3]
+    white, black, stm, psqt, pos, own = [], [], [], [], [], []
+    for r in rows:
+        p = parse_fen(r["fen"])
+        w, b = feature_rows(p.board)
+        white.append(w)
+        black.append(b)
+        stm.append(p.side)
+        psqt.append([int(r[f"psqt_{k}"]) for k in range(8)])
+        pos.append([int(r[f"positional_{k}"]) for k in range(8)])
+        own.append(int(r["bucket"]))
+    return tuple(np.array(a) for a in (white, black, stm, psqt, pos, own))
+
+
+def test_sf15_float_forward_matches_integer_eval_per_bucket(nnue_net, sf15_model, reference_rows):
+    """For each of the 8 buckets: the integer simulator reproduces the reference integers exactly, the model
+    equals the float counterpart (float32 against float64), and the engine's value lies inside the rigorous
+    rounding interval. The typical distance float - integer is printed (run with -s)."""
+    white, black, stm, psqt, pos, own = reference_rows
+    maes = []
+    for k in range(8):
+        bucket = np.full(len(stm), k)
+        c = compare(nnue_net, white, black, stm, bucket)
+        assert np.array_equal(c.psqt, psqt[:, k]) and np.array_equal(c.positional, pos[:, k]), k
+        with torch.no_grad():
+            out = sf15_model(white, black, stm, bucket).double().numpy()
+        assert np.abs(out - c.real).max() < 0.05, k
+        engine = c.integer
+        assert np.all((engine >= c.lo) & (engine <= c.hi)), k
+        maes.append(np.abs(out - engine).mean())
+        assert maes[-1] < 30, (k, maes[-1])           # internal units; measured 10-27 (bucket 0 off-distribution)
+    rows = np.arange(len(stm))
+    with torch.no_grad():
+        out = sf15_model(white, black, stm, own).double().numpy()
+    engine = compare(nnue_net, white, black, stm, own).integer
+    own_mae = np.abs(out - engine).mean()
+    assert own_mae < 20                               # measured 14.0 units = 3.9 cp over all 4878 rows
+    print(f"\nfloat vs integer MAE (internal units) per bucket: {[round(m, 2) for m in maes]}; "
+          f"own bucket {own_mae:.2f} ({own_mae * 100 / 361:.2f} cp) over {len(rows)} positions")
+
+
+def test_feature_transform_kernel_matches_pytorch_formulation():
+    arr = distill_set()
+    wi = torch.as_tensor(arr.white_idx[:200]).long()
+    bi = torch.as_tensor(arr.black_idx[:200]).long()
+    l1 = 128
+    gen = torch.Generator().manual_seed(1)
+    weight = torch.randn(PAD + 1, l1 + 8, generator=gen) * 0.1
+    weight[PAD] = 0
+    weight.requires_grad_()
+    bias = torch.full((l1,), 0.4, requires_grad=True)
+    gx, gp = torch.randn(200, l1, generator=gen), torch.randn(200, 8, generator=gen)
+    results = []
+    for fn in (feature_transform, reference_transform):
+        weight.grad = bias.grad = None
+        x, p = fn(wi, bi, weight, bias, l1, PAD)
+        ((x * gx).sum() + (p * gp).sum()).backward()
+        results.append((x.detach(), p.detach(), weight.grad.clone(), bias.grad.clone()))
+    for a, b in zip(*results):
+        assert torch.allclose(a, b, atol=1e-4), (a - b).abs().max()
+
+
+def test_model_output_follows_bucket_and_side_to_move(sf15_model, nnue_net):
+    """Permuting the batch permutes the output (the model sorts by bucket internally)."""
+    arr = distill_set()
+    n = 64
+    args = (arr.white_idx[:n], arr.black_idx[:n], arr.stm[:n], arr.bucket[:n])
+    perm = np.random.default_rng(0).permutation(n)
+    with torch.no_grad():
+        out = sf15_model(*args).numpy()
+        out_perm = sf15_model(*(a[perm] for a in args)).numpy()
+    assert np.allclose(out[perm], out_perm, atol=1e-3)
+    real = compare(nnue_net, *args).real
+    assert np.abs(out - real).max() < 0.05
+
+
+def test_clip_weights_keeps_every_parameter_quantisable():
+    model = NnueModel(128, seed=3)
+    with torch.no_grad():
+        model.ft_weight[:, 128:].mul_(1e9)                  # PSQT columns (the FT ones: see test_train_export)
+        for p in (model.w0, model.b0, model.w1, model.b1, model.w2, model.b2):
+            p.mul_(1e9)
+    model.clip_weights()
+    net = quantise(model)                     # would raise QuantisationError on any overflow
+    assert int(np.abs(net.w0).max()) == 127 and int(np.abs(net.w2).max()) == 127
+    assert int(np.abs(net.ft_psqt).max()) > 2**31 - 100 and int(np.abs(net.b1).max()) > 2**31 - 100
+    lo, hi = scales.W2.clip_range
+    assert model.w2.max().item() <= hi and model.w2.min().item() >= lo
+
+
+def test_fake_quant_forward_equals_exported_weights():
+    """With fake quantisation on, the model computes with exactly the weights the export writes."""
+    arr = distill_set()
+    model = NnueModel(128, seed=5)
+    with torch.no_grad():
+        for p in (model.w0, model.w1, model.w2):
+            p.add_(torch.randn(p.shape, generator=torch.Generator().manual_seed(2)) * 0.3)
+    model.clip_weights()
+    model.fake_quant = True
+    args = (arr.white_idx[:100], arr.black_idx[:100], arr.stm[:100], arr.bucket[:100])
+    with torch.no_grad():
+        fq = model(*args).numpy()
+        model.fake_quant = False
+        raw = model(*args).numpy()
+        snapped = dequantise(quantise(model))(*args).numpy()
+    assert np.abs(fq - snapped).max() < 0.02
+    assert np.abs(raw - snapped).max() > 0.02          # rounding the weights does change the output
