@@ -1,22 +1,44 @@
-"""The ``quantfish`` command line: UCI by default, and perft, bench and eval subcommands."""
+"""The ``quantfish`` command line: UCI by default, and the perft, bench, eval, gendata, data, train and export
+subcommands.
+
+Subcommands in their own modules are imported when they are used (or listed by ``--help``), not at start-up,
+so that UCI mode and ``quantfish perft`` pay for none of them. A module that fails to import fails its command
+loudly (an error, never a missing command): ``LazyGroup`` raises, it does not skip.
+"""
+import importlib
 import sys
-import time
 
 import click
 
-# Cheap to import: both modules load the engine and the net inside their command functions, so `quantfish
-# perft` starts as fast as before. Imported directly so that a broken module fails loudly.
-from uci.bench_command import bench_command
-from uci.eval_command import eval_command
-from uci.gendata_command import data_group, gendata_command
-from uci.train_command import export_command, train_command
+# name -> (module, attribute) of the subcommands that live in their own modules
+LAZY_COMMANDS = {
+    "bench": ("uci.bench_command", "bench_command"),
+    "eval": ("uci.eval_command", "eval_command"),
+    "gendata": ("uci.gendata_command", "gendata_command"),
+    "data": ("uci.gendata_command", "data_group"),
+    "train": ("uci.train_command", "train_command"),
+    "export": ("uci.train_command", "export_command"),
+}
 
 
 class CliError(click.ClickException):
     """One clear line on stderr and exit status 1, never a traceback."""
 
 
-@click.group(invoke_without_command=True)
+class LazyGroup(click.Group):
+    """A click group whose listed subcommands are imported on first use."""
+
+    def list_commands(self, ctx):
+        return sorted(set(super().list_commands(ctx)) | set(LAZY_COMMANDS))
+
+    def get_command(self, ctx, name):
+        if name in LAZY_COMMANDS and name not in self.commands:
+            module, attr = LAZY_COMMANDS[name]
+            self.add_command(getattr(importlib.import_module(module), attr), name)
+        return super().get_command(ctx, name)
+
+
+@click.group(cls=LazyGroup, invoke_without_command=True)
 @click.option("--net", "net_path", default=None, metavar="PATH",
               help="UCI mode: start-up EvalFile (Stockfish 15.1's net, or 17.1's big net).")
 @click.option("--net-small", "small_path", default=None, metavar="PATH",
@@ -50,13 +72,6 @@ def perft(depth, fen, divide, chess960, epd_file, max_nodes):
     except (ValueError, OSError) as exc:
         raise CliError(str(exc)) from None
 
-
-main.add_command(eval_command, "eval")
-main.add_command(bench_command, "bench")
-main.add_command(gendata_command, "gendata")
-main.add_command(data_group, "data")
-main.add_command(train_command, "train")
-main.add_command(export_command, "export")
 
 if __name__ == "__main__":
     main()
