@@ -22,14 +22,17 @@ package: $(PY)
 kernel: $(PY)
 	$(PY) -m nnue.tools.build_kernel || echo "C kernel not built: the Numba path will be used"
 
+# Stockfish 15.1's net when it can be had (file, download, or `stockfish export_net`); without it the engine
+# plays with Quantfish's own net, committed in nets/.
 net: $(PY)
-	$(PY) -m nnue.tools.get_net
+	$(PY) -m nnue.tools.get_net || echo "Stockfish 15.1's net not available: the engine will use Quantfish's own net in nets/"
 
 # Compile every Numba function once so that the first game starts at once.
 warm: package kernel
 	$(PY) -m engine.tools.warm
 
-# Optional: PyTorch (CPU wheel, pinned) for training our own nets (quantfish train / export).
+# Optional: PyTorch (pinned: 2.13.0 is a local CPU wheel here; an unpinned torch pulls a CUDA build of several
+# GB) for training our own nets (quantfish train / export) and their tests, which skip without it.
 train-deps: $(PY)
 	$(PY) -m pip install -q torch==2.13.0
 

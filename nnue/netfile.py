@@ -2,7 +2,8 @@
 
 The layout is ``docs/nnue-sf15.1.md`` section 1: header (version, hash, description), FT hash, FT biases,
 weights and PSQT weights, then 8 layer stacks, then EOF. The L1 width is taken from the header hash (and
-the file size), never assumed. L1 = 1024 is Stockfish 15.1's raw layout; every other width is a
+the file size), never assumed. L1 = 1024 is Stockfish 15.1's raw layout (so is a file of another width whose
+size is exactly that layout's: Quantfish's own nets, evaluated with 15.1's arithmetic); every other width is a
 Stockfish 16+ net whose three FT tensors are signed-LEB128 blocks (``docs/nnue-sf17.1.md`` section 1.1:
 magic ``COMPRESSED_LEB128``, u32 payload byte count, payload). Each block is checked strictly: the magic, the
 byte count used exactly by the implied number of values (neither short nor long), every value within its
@@ -209,9 +210,11 @@ def load_net(path) -> Net:
                                f"(L1={guess.l1}, from the file size), found 0x{hhash:08X}")
         raise NetFileError(f"{path}: header hash mismatch: found 0x{hhash:08X}, which matches no "
                            f"HalfKAv2_hm architecture (Stockfish 15.1's net has 0x1C102EF2)")
-    # Stockfish 15.1 (L1 = 1024) stores the FT raw; every later generation (all other widths) as LEB128
-    # blocks, so a damaged magic of a 16+ net is reported as such rather than misread as a raw layout.
-    compressed = sniffed if arch.l1 == SF15_1_L1 else True
+    # Stockfish 15.1 (L1 = 1024) stores the FT raw; Stockfish 16+ (all other widths) as LEB128 blocks. A net
+    # of another width in the raw layout (Quantfish's own nets, evaluated with 15.1's arithmetic) is raw only
+    # when its size is exactly the raw size, so a damaged magic of a 16+ net is still reported as such.
+    raw_other_width = not sniffed and len(data) == arch.raw_file_size(desc_len)
+    compressed = sniffed if arch.l1 == SF15_1_L1 else not raw_other_width
     arch = arch._replace(compressed_ft=compressed)
 
     if not compressed:

@@ -6,20 +6,16 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from nnue.architecture import GEN_SF16, Architecture
-from nnue.netfile import Net, write_net
+from nnue.architecture import GEN_SF15_1, GEN_SF16, Architecture
+from nnue.netfile import Net, net_bytes, write_net
 from nnue.netpair import NetPair, NetPairError, load_nets
 from tests.test_uci import Uci
 
 FEN = "r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3"
 
 
-@pytest.fixture(scope="module")
-def sf16_net(tmp_path_factory):
-    """A small random net in Stockfish 16's format (weights small enough that nothing saturates)."""
-    arch = Architecture(l1=256, compressed_ft=True)
-    assert arch.generation == GEN_SF16
-    rng = np.random.default_rng(16)
+def _random_net(arch, seed):
+    rng = np.random.default_rng(seed)
     ns = arch.layer_stacks
     net = Net(arch, b"synthetic Stockfish 16-style test net",
               rng.integers(-40, 40, arch.l1, dtype=np.int16),
@@ -31,9 +27,29 @@ def sf16_net(tmp_path_factory):
               rng.integers(-20, 20, (ns, arch.fc1_out, arch.fc1_in_padded), dtype=np.int8),
               rng.integers(-1000, 1000, ns, dtype=np.int32),
               rng.integers(-20, 20, (ns, arch.fc2_in_padded), dtype=np.int8))
+    return net
+
+
+@pytest.fixture(scope="module")
+def sf16_net(tmp_path_factory):
+    """A small random net in Stockfish 16's format (weights small enough that nothing saturates)."""
+    arch = Architecture(l1=256, compressed_ft=True)
+    assert arch.generation == GEN_SF16
     path = tmp_path_factory.mktemp("sf16") / "sf16.nnue"
-    write_net(net, path)
+    write_net(_random_net(arch, 16), path)
     return path
+
+
+def test_a_raw_net_of_another_width_keeps_15_1_arithmetic(tmp_path):
+    """Quantfish's own nets: Stockfish 15.1's raw layout at L1 = 256 (or 128) reads back as itself, evaluated with
+    15.1's arithmetic and alone (an L1 = 128 net is not taken for half of a 17.1 pair)."""
+    for l1 in (256, 128):
+        net = _random_net(Architecture(l1=l1, compressed_ft=False), l1)
+        path = tmp_path / f"raw{l1}.nnue"
+        write_net(net, path)
+        back = load_nets(path)
+        assert not isinstance(back, NetPair) and back.arch == net.arch and back.arch.generation == GEN_SF15_1
+        assert np.array_equal(back.ft_weights, net.ft_weights) and path.read_bytes() == net_bytes(back)
 
 
 def test_a_16_net_loads_alone(sf16_net):
@@ -64,7 +80,7 @@ def test_uci_takes_a_16_net(sf16_net):
         uci.expect("uciok")
         uci.send(f"setoption name EvalFile value {sf16_net}")
         uci.send("isready")
-        lines = uci.expect("readyok")
+        lines = uci.expect("readyok", timeout=300)     # a cold Numba cache compiles first
         assert any("NNUE evaluation using" in line and "sf16.nnue" in line for line in lines), lines
         uci.send("position startpos moves e2e4")
         uci.send("go depth 3")

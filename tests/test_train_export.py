@@ -44,14 +44,14 @@ def test_overflow_is_refused_naming_the_layer(param, index, value, words):
 
 
 def test_accumulator_that_could_wrap_is_refused():
-    """32 pieces on features whose weight for neuron 0 is 5.0 (635) sum to 20320: fine in int16 for L1 = 256,
-    not for L1 = 128, which Stockfish 17.1 doubles at load."""
-    for l1, refused in ((128, True), (256, False)):
-        model = NnueModel(l1, seed=0)
+    """32 pieces on features whose weight for neuron 0 is 5.0 (635) sum to 20320, which int16 holds; at 10.0
+    (1270) they sum to 40640, which it does not (our nets keep 15.1's arithmetic: no doubling at any width)."""
+    for weight, refused in ((5.0, False), (10.0, True)):
+        model = NnueModel(128, seed=0)
         with torch.no_grad():
-            model.ft_weight[:40, 0] = 5.0
+            model.ft_weight[:40, 0] = weight
         if refused:
-            with pytest.raises(QuantisationError, match=r"accumulator .* could reach .*20\d\d\d.*-16384\.\.16383"):
+            with pytest.raises(QuantisationError, match=r"accumulator .* could reach .*40\d\d\d.*-32768\.\.32767"):
                 quantise(model)
         else:
             quantise(model)

@@ -39,10 +39,9 @@ def main(argv=None):
     from engine.notation import move_to_uci
     from engine.searcher import Limits, Searcher
     from engine.timeman import Clock
-    from nnue.netfile import load_net
-    from nnue.netpath import resolve_net_path
+    from nnue.netpair import load_nets
 
-    searcher = Searcher(load_net(resolve_net_path()), args.hash)
+    searcher = Searcher(load_nets(), args.hash)
     rows = read_epd(args.epd)[:args.limit]
     solved = 0
     start = time.perf_counter()

@@ -12,11 +12,10 @@ def main():
     from engine.searcher import Searcher
     from engine.tables import tables
     from engine.warm import warm_search_code
-    from nnue.netfile import load_net
-    from nnue.netpath import resolve_net_path
+    from nnue.netpair import load_nets
     board = parse_fen(STARTING_FEN)
     perft(tables(), board.bb, board.board, board.st, 3)
-    warm_search_code(Searcher(load_net(resolve_net_path()), 1))
+    warm_search_code(Searcher(load_nets(), 1))
     print(f"compiled code ready in {time.perf_counter() - start:.1f} s")
 
 

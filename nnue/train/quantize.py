@@ -7,8 +7,9 @@ the round trip byte for byte. Quantising refuses, never clips: a value outside i
 a feature transformer whose accumulator could leave int16 (for Stockfish 17.1-style nets, L1 = 128, half of
 it, because Stockfish doubles the accumulator with int16 wrapping), since the engine would then wrap.
 
-The file layout follows the width: L1 = 1024 is written raw as Stockfish 15.1's, every other width with
-LEB128-compressed FT tensors as Stockfish 16+ (``nnue.netfile`` reads widths that way).
+Every width is written in Stockfish 15.1's raw layout, so the engine evaluates it with 15.1's arithmetic, the
+one the model is trained for (``nnue.netfile`` reads a raw file of any width; L1 = 1024 loads in Stockfish 15.1
+itself). LEB128 FT tensors would mark a Stockfish 16+ net, evaluated with 17.1's formulas.
 """
 
 from __future__ import annotations
@@ -42,8 +43,8 @@ class QuantisationError(ValueError):
 
 
 def net_architecture(l1: int) -> Architecture:
-    """The file architecture for width ``l1``: raw 15.1 layout for 1024, LEB128 FT (Stockfish 16+) otherwise."""
-    return Architecture(l1=l1, compressed_ft=l1 != SF15_1_L1)
+    """The file architecture for width ``l1``: Stockfish 15.1's raw layout and arithmetic at any width."""
+    return Architecture(l1=l1, compressed_ft=False)
 
 
 # ---------------------------------------------------------------------------------------------------------
