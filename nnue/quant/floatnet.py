@@ -137,6 +137,21 @@ class FloatNet:
         return acc, x, psqt, z0, l1in, z1, c1, z2, out
 
 
+def load(path) -> FloatNet:
+    """The float net of a Stockfish ``.nnue`` file (recognised by its version word) or a training checkpoint."""
+    from pathlib import Path
+
+    from nnue.architecture import VERSION
+    from nnue.netfile import load_net
+    with open(path, "rb") as fh:
+        head = fh.read(4)
+    if len(head) == 4 and int.from_bytes(head, "little") == VERSION:
+        return FloatNet.from_net(load_net(path))
+    if Path(path).suffix == ".nnue":
+        load_net(path)                            # raises the reader's own clear message
+    return FloatNet.from_checkpoint(path)
+
+
 class FloatTrace(NamedTuple):
     """The float forward pass of n positions, each through its own stack (float units unless said)."""
 
