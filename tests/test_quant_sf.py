@@ -130,3 +130,18 @@ def test_rounding_and_resolution_beat_stockfish_floors(fnet, sf):
     assert 1.0 < base.mae < 4.0, base
     assert best.mae < 0.6 * base.mae, (best, base)
     assert best.sign >= base.sign
+
+
+def test_kl_calibration_of_fc0_input_is_harmful_and_the_report_shows_it(fnet, sf):
+    """TensorRT's entropy calibration sees fc_0's input dominated by zeros and tiny products and clips it far
+    below the function's own range (docs/quantisation.md): many values saturate and the error explodes."""
+    from nnue.quant import calibrate
+    from nnue.quant.report import compare as report_compare
+    lines = require(NNUE_DATA.parent / "eval" / "tcec_league_positions_labeled.epd").read_text().splitlines()
+    cal, pos = parse_lines(lines[:200]), parse_lines(lines[200:400])
+    kl = schemes.make("kl", fnet, calibrate.collect(fnet, cal), "nearest", 127)
+    ft = fnet.forward(pos)
+    rep = report_compare(kl, fnet, pos, ft)
+    x = {r.layer: r for r in rep.layers}["x (fc_0 input)"]
+    assert kl.scheme.x.clip < 0.25 and x.clipped > 0.02
+    assert rep.end_to_end.mae > 5 * report_compare(sf, fnet, pos, ft, layers=False).end_to_end.mae

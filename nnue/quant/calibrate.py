@@ -97,7 +97,7 @@ def kl_clip(site: Site, levels: int) -> float:
         kl = float(np.sum(p[mask] * np.log(p[mask] / np.maximum(q[mask], 1e-12))))
         if kl < best:
             best, best_i = kl, i
-    return min((best_i + 0.5) * (edges[1] - edges[0]), 1.0)
+    return float(min((best_i + 0.5) * (edges[1] - edges[0]), 1.0))
 
 
 def quantised(v: np.ndarray, clip: float, qmax: int, rounding: str) -> np.ndarray:

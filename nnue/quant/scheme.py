@@ -114,6 +114,7 @@ class Activation:
         object.__setattr__(self, "hi", _ints(self.hi))
         object.__setattr__(self, "scale", _floats(self.scale))
         object.__setattr__(self, "limit", _ints(self.limit) if len(self.limit) else ())
+        object.__setattr__(self, "clip", float(self.clip))
 
 
 @dataclass(frozen=True)
