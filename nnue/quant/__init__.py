@@ -8,6 +8,7 @@
 * ``schemes``: the named schemes (``sf``, ``range``, ``range-row``, ``dfp``, ``kl``, ``mse``).
 * ``simulator``: the integer forward pass of any scheme, plain numpy; for ``sf`` it is Stockfish 15.1.
 * ``report``: the simulator against the float net (centipawn errors, per-layer ranges, saturation, SQNR).
+* ``positions``: FEN/EPD lines as the feature indices of both perspectives.
 * ``qformat``: the Quantfish net file (Stockfish's layout plus a section holding the scheme record).
 
 Numpy only: torch is imported by ``floatnet.from_checkpoint`` alone, when a checkpoint is read.

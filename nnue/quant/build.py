@@ -130,8 +130,7 @@ def plan(ch: Choices, fnet: FloatNet | None, stacks: int) -> Scheme:
 
     records = []
     for s in range(stacks):
-        w = (lambda name: getattr(fnet, name)[s]) if fnet is not None else (lambda name: None)
-        a0 = _acc_scale(ch, "fc_0", w("w0"), s_x, FC0_OUT)
+        a0 = _acc_scale(ch, "fc_0", None if fnet is None else fnet.w0[s], s_x, FC0_OUT)
         clip_h = ch.clip(ch.clip_l1in, s)
         t_h = _target(qmax, clip_h, ch.pow2_targets)
         rq0 = requant_for(t_h / a0[:N_HIDDEN], r, ch.shifts_only)
@@ -145,7 +144,7 @@ def plan(ch: Choices, fnet: FloatNet | None, stacks: int) -> Scheme:
         skip = _out_requant(OUTPUT_SCALE / a0[SKIP], a0[SKIP], ch)
 
         in1 = np.concatenate([s_sq, s_h])
-        a1 = _acc_scale(ch, "fc_1", w("w1"), in1, FC1_OUT)
+        a1 = _acc_scale(ch, "fc_1", None if fnet is None else fnet.w1[s], in1, FC1_OUT)
         clip_c = ch.clip(ch.clip_c1, s)
         rq1 = requant_for(_target(qmax, clip_c, ch.pow2_targets) / a1, r, ch.shifts_only)
         s_c1 = a1 * rq1.ratio

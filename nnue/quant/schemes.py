@@ -24,8 +24,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from nnue.architecture import LAYER_STACKS, MAX_ACTIVE
 from nnue.quant.build import FT_MAX, Choices, QuantNet, accumulator_bounds, plan, quantise
 from nnue.quant.calibrate import Stats, kl_clip, mse_clip, range_clip
