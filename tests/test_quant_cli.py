@@ -108,3 +108,9 @@ def test_the_toolkit_imports_no_torch():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "False"
+
+
+def test_command_lists_every_scheme():
+    from nnue.quant.schemes import NAMES
+    from uci.quant_command import NAMES as COMMAND_NAMES
+    assert COMMAND_NAMES == NAMES          # repeated there so that loading the command line imports no numpy
