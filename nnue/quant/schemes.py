@@ -13,6 +13,10 @@
   too, which the function's own clamp at 1 does not need: the report shows what that costs.
 * ``mse``: the activation clips that minimise the mean squared quantisation error (weights as ``range``).
 
+Distiller's asymmetric (zero-point) variant is not offered: every quantised activation is already
+non-negative (it follows a clamp at 0), so a zero point would only add a correction term to each sum, and the
+weights are symmetric about 0 in every trained net.
+
 Every scheme but ``sf`` needs calibration statistics (``nnue.quant.calibrate.collect``). The FT scale of the
 data-driven schemes is range-based too: the largest that keeps the guaranteed accumulator range (bias plus
 any 32 rows of a king bucket, plus the rounding of those 33 values) inside int16; ``dfp`` takes the power of
