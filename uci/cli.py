@@ -18,6 +18,8 @@ LAZY_COMMANDS = {
     "data": ("uci.gendata_command", "data_group"),
     "train": ("uci.train_command", "train_command"),
     "export": ("uci.train_command", "export_command"),
+    "quant-report": ("uci.quant_command", "quant_report_command"),
+    "quantize": ("uci.quant_command", "quantize_command"),
 }
 
 

@@ -1,0 +1,116 @@
+"""``quantfish quant-report`` and ``quantfish quantize`` end to end, and reading training checkpoints."""
+
+import json
+import sys
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from nnue.netfile import NetFileError, load_net
+from nnue.quant import qformat
+from nnue.quant.floatnet import TORCH_MISSING, FloatNet
+from nnue.quant.positions import parse_lines
+from tests.shared import NNUE_DATA, require
+from uci.cli import main
+
+EPD = NNUE_DATA.parent / "eval" / "tcec_league_positions_labeled.epd"
+
+
+@pytest.fixture(scope="module")
+def positions_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("quant") / "positions.epd"
+    path.write_text("\n".join(require(EPD).read_text().splitlines()[:160]) + "\n")
+    return path
+
+
+def test_commands_are_registered():
+    import click
+    ctx = click.Context(main)
+    assert {"quant-report", "quantize"} <= set(main.list_commands(ctx))
+
+
+def test_quant_report_json(nnue_net, positions_file):
+    res = CliRunner().invoke(main, ["quant-report", nnue_net.path, "--positions", str(positions_file),
+                                    "--scheme", "sf", "--scheme", "range", "--rounding", "both", "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert out["positions"] == 120 and "first 40" in out["calibration"]
+    got = {(r["scheme"], r["rounding"]): r for r in out["results"]}
+    assert set(got) == {("sf", "floor"), ("sf", "nearest"), ("range", "floor"), ("range", "nearest")}
+    sf = got["sf", "floor"]
+    assert 0.5 < sf["end_to_end"]["mae"] < 5 and sf["end_to_end"]["positions"] == 120
+    assert got["sf", "nearest"]["end_to_end"]["mae"] < sf["end_to_end"]["mae"]
+    layers = {row["layer"]: row for row in sf["layers"]}
+    assert layers["fc_0 weights"]["sqnr"] == "inf" and layers["x (fc_0 input)"]["hi"] == 126
+
+
+def test_quant_report_text(nnue_net, positions_file):
+    res = CliRunner().invoke(main, ["quant-report", nnue_net.path, "--positions", str(positions_file),
+                                    "--limit", "40", "--layers"])
+    assert res.exit_code == 0, res.output
+    assert "40 positions" in res.output and "MAE cp" in res.output and "ac_sqr_0" in res.output
+
+
+def test_quantize_sf_writes_stockfish_file(nnue_net, tmp_path):
+    out = tmp_path / "sf.nnue"
+    res = CliRunner().invoke(main, ["quantize", nnue_net.path, "-o", str(out), "--scheme", "sf"])
+    assert res.exit_code == 0, res.output
+    assert "Stockfish .nnue" in res.output
+    assert out.read_bytes() == open(nnue_net.path, "rb").read()
+
+
+def test_quantize_other_scheme_writes_quantfish_format(nnue_net, positions_file, tmp_path):
+    out = tmp_path / "q.qfnn"
+    res = CliRunner().invoke(main, ["quantize", nnue_net.path, "-o", str(out), "--scheme", "sf",
+                                    "--rounding", "nearest", "--resolution", "255"])
+    assert res.exit_code == 0, res.output
+    assert "Quantfish-format" in res.output and "neither Stockfish" in res.output
+    with pytest.raises(NetFileError, match="bad version"):
+        load_net(out)
+    q = qformat.read_qnet(out)
+    assert (q.scheme.name, q.scheme.rounding, q.scheme.resolution) == ("sf", "nearest", 255)
+
+    res = CliRunner().invoke(main, ["quantize", nnue_net.path, "-o", str(out), "--scheme", "range"])
+    assert res.exit_code != 0 and "needs --calibration" in res.output
+
+
+def test_checkpoint_without_torch_says_so(monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, "torch", None)
+    with pytest.raises(ImportError, match="needs PyTorch"):
+        FloatNet.from_checkpoint(tmp_path / "none.pt")
+    assert "PyTorch" in TORCH_MISSING
+
+
+def test_checkpoint_float_net_equals_the_model(tmp_path):
+    torch = pytest.importorskip("torch", reason="reading a training checkpoint needs PyTorch")
+    from nnue.train.checkpoint import save_checkpoint
+    from nnue.train.model import NnueModel
+    model = NnueModel(128, seed=3)
+    with torch.no_grad():                       # move off the identical-stacks start so every stack differs
+        for p in (model.w0, model.w1, model.w2):
+            p.add_(torch.randn(p.shape, generator=torch.Generator().manual_seed(5)) * 0.05)
+    path = save_checkpoint(tmp_path / "c.pt", model)
+    fnet = FloatNet.from_checkpoint(path)
+    assert fnet.l1 == 128 and fnet.stacks == 8
+    pos = parse_lines(require(EPD).read_text().splitlines()[:64])
+    with torch.no_grad():
+        want = model(pos.white, pos.black, pos.stm, pos.bucket).double().numpy()
+    np.testing.assert_allclose(fnet.forward(pos).out, want, rtol=1e-5, atol=0.02)
+
+
+def test_the_toolkit_imports_no_torch():
+    import subprocess
+    from tests.shared import ROOT
+    code = ("import sys\nimport nnue.quant.floatnet, nnue.quant.scheme, nnue.quant.build, nnue.quant.calibrate, "
+            "nnue.quant.schemes, nnue.quant.simulator, nnue.quant.report, nnue.quant.qformat, "
+            "nnue.quant.positions, uci.quant_command\nprint('torch' in sys.modules)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "False"
+
+
+def test_command_lists_every_scheme():
+    from nnue.quant.schemes import NAMES
+    from uci.quant_command import NAMES as COMMAND_NAMES
+    assert COMMAND_NAMES == NAMES          # repeated there so that loading the command line imports no numpy

@@ -1,0 +1,139 @@
+"""``quantfish quant-report`` and ``quantfish quantize``: compare quantisation schemes, write a quantised net.
+
+    quantfish quant-report NET_OR_CHECKPOINT --positions FILE [--scheme NAME ...|all]
+                           [--rounding floor|nearest|both] [--resolution 127|255|both]
+                           [--calibration FILE] [--limit N] [--layers] [--json]
+    quantfish quantize SOURCE -o NET --scheme NAME [--rounding floor|nearest] [--resolution 127|255]
+                       [--calibration FILE]
+
+The source is a Stockfish .nnue (dequantised with the fixed scales) or a training checkpoint (needs PyTorch).
+Positions are one FEN or EPD line each. Schemes other than ``sf`` calibrate their activation ranges on
+``--calibration`` positions; without that option ``quant-report`` takes the first quarter of ``--positions``
+(at most 1000) for calibration and reports on the rest, so no position is used for both.
+
+``quantize`` writes a plain Stockfish .nnue when the scheme is Stockfish's fixed arithmetic (``sf``, floor,
+127); any other scheme's scales cannot be stated in that format, so it writes a Quantfish-format net
+(``nnue.quant.qformat``), which neither Stockfish nor the engine's current reader loads.
+"""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+NAMES = ("sf", "range", "range-row", "dfp", "kl", "mse")
+MAX_CALIBRATION = 1000
+
+
+def _errors():
+    from nnue.netfile import NetFileError
+    from nnue.quant.build import QuantError
+    from nnue.quant.positions import PositionError
+    from nnue.quant.schemes import SchemeError
+    return (NetFileError, QuantError, PositionError, SchemeError, ImportError, OSError, ValueError)
+
+
+def _load(source: str):
+    from nnue.quant.floatnet import load
+    return load(source)
+
+
+def _split(positions, calibration: str | None, needed: bool):
+    """(calibration positions or None, positions to report on, a note for the reader or "")."""
+    from nnue.quant.positions import read_positions
+    if calibration:
+        return read_positions(calibration), positions, ""
+    if not needed:
+        return None, positions, ""
+    k = min(MAX_CALIBRATION, len(positions) // 4)
+    if k < 1:
+        raise click.ClickException("too few positions to set some aside for calibration: give --calibration")
+    note = f"calibrated on the first {k} positions, reporting on the other {len(positions) - k}"
+    return positions.take(slice(0, k)), positions.take(slice(k, None)), note
+
+
+@click.command("quant-report")
+@click.argument("source", type=click.Path(dir_okay=False, exists=True))
+@click.option("--positions", "positions_file", required=True, type=click.Path(dir_okay=False, exists=True),
+              help="Positions to measure on, one FEN or EPD line each.")
+@click.option("--scheme", "scheme_names", multiple=True, type=click.Choice(NAMES + ("all",)),
+              help="Scheme to measure (repeatable; 'all' for every one). Default: sf.")
+@click.option("--rounding", type=click.Choice(["floor", "nearest", "both"]), default=None,
+              help="Requantisation rounding (default: floor for sf, nearest for the others).")
+@click.option("--resolution", type=click.Choice(["127", "255", "both"]), default="127", show_default=True,
+              help="Activations stored in 0..127 or 0..255.")
+@click.option("--calibration", type=click.Path(dir_okay=False, exists=True), default=None,
+              help="Positions for the activation ranges (default: the first quarter of --positions).")
+@click.option("--limit", type=click.IntRange(1, None), default=None, help="Use only the first N positions.")
+@click.option("--layers", is_flag=True, help="Also print the per-layer table of each scheme.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object with every number.")
+def quant_report_command(source, positions_file, scheme_names, rounding, resolution, calibration, limit, layers,
+                         as_json):
+    """Quantise a float net with each scheme and measure the integers against the float net."""
+    try:
+        from nnue.quant import calibrate, report
+        from nnue.quant.positions import read_positions
+        from nnue.quant.schemes import CALIBRATED
+        names = NAMES if "all" in scheme_names else (tuple(dict.fromkeys(scheme_names)) or ("sf",))
+        roundings = ("floor", "nearest") if rounding == "both" else ((rounding,) if rounding else None)
+        resolutions = (127, 255) if resolution == "both" else (int(resolution),)
+        fnet = _load(source)
+        positions = read_positions(positions_file, limit)
+        cal, evaluate, note = _split(positions, calibration, bool(CALIBRATED & set(names)))
+        stats = calibrate.collect(fnet, cal) if cal is not None else None
+        results = report.run(fnet, evaluate, names, roundings, resolutions, stats, layers=layers or as_json)
+    except _errors() as exc:
+        raise click.ClickException(str(exc)) from None
+    if as_json:
+        click.echo(json.dumps({"source": source, "positions": len(evaluate), "calibration": note or calibration,
+                               "results": [r.to_dict() if isinstance(r, report.Report) else r._asdict()
+                                           for r in results]}))
+        return
+    click.echo(f"{source}: integer simulator against the float net, {len(evaluate)} positions"
+               + (f" ({note})" if note else ""))
+    click.echo(report.format_summary(results))
+    if layers:
+        for r in results:
+            if isinstance(r, report.Report):
+                click.echo("")
+                click.echo(report.format_layers(r))
+
+
+@click.command("quantize")
+@click.argument("source", type=click.Path(dir_okay=False, exists=True))
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="The net file to write.")
+@click.option("--scheme", "name", required=True, type=click.Choice(NAMES))
+@click.option("--rounding", type=click.Choice(["floor", "nearest"]), default=None,
+              help="Requantisation rounding (default: floor for sf, nearest for the others).")
+@click.option("--resolution", type=click.Choice(["127", "255"]), default="127", show_default=True)
+@click.option("--calibration", type=click.Path(dir_okay=False, exists=True), default=None,
+              help="Positions for the activation ranges (every scheme but sf needs them).")
+def quantize_command(source, output, name, rounding, resolution, calibration):
+    """Quantise a float net (a .nnue or a training checkpoint) with one scheme and write it."""
+    try:
+        from nnue.netfile import load_net, write_net
+        from nnue.quant import calibrate, qformat, schemes
+        from nnue.quant.positions import read_positions
+        fnet = _load(source)
+        stats = None
+        if name in schemes.CALIBRATED:
+            if not calibration:
+                raise click.ClickException(f"scheme {name} needs --calibration FILE (positions for its ranges)")
+            stats = calibrate.collect(fnet, read_positions(calibration))
+        qnet = schemes.make(name, fnet, stats, rounding, int(resolution))
+        sch = qnet.scheme
+        if sch.stockfish:
+            write_net(qnet.to_net(), output)
+            net = load_net(output)
+            click.echo(f"wrote {output}: Stockfish .nnue, {net.arch.describe()}")
+        else:
+            qformat.write_qnet(qnet, output)
+            qformat.read_qnet(output)
+            click.echo(f"wrote {output}: Quantfish-format net (scheme {sch.name}, {sch.rounding}, resolution "
+                       f"{sch.resolution}). Its per-layer scales do not fit Stockfish's format: neither Stockfish "
+                       f"nor this engine's evaluation reads it yet (nnue.quant.qformat.read_qnet does).")
+    except click.ClickException:
+        raise
+    except _errors() as exc:
+        raise click.ClickException(str(exc)) from None
