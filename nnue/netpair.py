@@ -6,7 +6,8 @@
 * the main file: the given value (a path; a directory means the default name inside it; a bare file name
   that is not a file here is looked for in ``nets/``), else $QUANTFISH_NET (file or directory), else
   ``nets/``; where a directory is meant, Stockfish 15.1's default name if that file exists, else 17.1's big
-  default (``nn-1c0000000000.nnue``);
+  default (``nn-1c0000000000.nnue``), else Quantfish's own net (committed in ``nets/``, so a machine with no
+  Stockfish and no network still plays);
 * the pair decision: a Stockfish 17.1 main net is the big net of a pair and needs its small net, found as the
   given value (resolved like the main file), else $QUANTFISH_NET_SMALL, else the small default name next to
   the big net, else ``nets/``; ``check_pair`` refuses swapped or mismatched nets. Any other main net (15.1,
@@ -24,8 +25,8 @@ from typing import NamedTuple, Union
 
 from nnue.architecture import GEN_SF17_1, SF17_1_BIG_L1, SF17_1_SMALL_L1
 from nnue.netfile import Net, NetFileError, load_net
-from nnue.netpath import (BIG_NET_NAME, DEFAULT_NET_NAME, ENV_VAR, SMALL_ENV_VAR, SMALL_NET_NAME, resolve_named,
-                          resolve_net_path)
+from nnue.netpath import (BIG_NET_NAME, DEFAULT_NET_NAME, ENV_VAR, OWN_NET_NAME, SMALL_ENV_VAR, SMALL_NET_NAME,
+                          resolve_named, resolve_net_path)
 
 
 class NetPairError(NetFileError):
@@ -58,7 +59,7 @@ def resolve_small_path(path=None, big_path=None) -> Path:
 
 def resolve_main_path(path=None) -> Path:
     """The main net's file (see the module docstring)."""
-    candidates = [resolve_named(path, name, ENV_VAR) for name in (DEFAULT_NET_NAME, BIG_NET_NAME)]
+    candidates = [resolve_named(path, name, ENV_VAR) for name in (DEFAULT_NET_NAME, BIG_NET_NAME, OWN_NET_NAME)]
     return next((p for p in candidates if p.is_file()), candidates[0])
 
 

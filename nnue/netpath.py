@@ -1,7 +1,8 @@
 """Where the engine finds its nets: an explicit path, else $QUANTFISH_NET, else <repo root>/nets/.
 
-The default file names live here, and nowhere else: Stockfish 15.1's net, and Stockfish 17.1's big and small
-nets (its ``EvalFile`` / ``EvalFileSmall`` defaults). The repo root is found from this file's location, so it
+The default file names live here, and nowhere else: Stockfish 15.1's net, Quantfish's own net (the fallback
+when Stockfish's cannot be had), and Stockfish 17.1's big and small nets (its ``EvalFile`` / ``EvalFileSmall``
+defaults). The repo root is found from this file's location, so it
 works from any working directory. Standard library only: the UCI loop imports this before it answers ``uci``.
 """
 
@@ -15,6 +16,8 @@ DEFAULT_NET_NAME = "nn-ad9b42354671.nnue"
 DEFAULT_NET_SHA256 = "ad9b423546714137916bd38978af6fd68d7b8951bef25ff76bf43da72d6cb786"
 DEFAULT_NET_SIZE = 47_001_499
 ENV_VAR = "QUANTFISH_NET"
+OWN_NET_NAME = "qf-94caaba0dff8.nnue"       # Quantfish's own net, committed in nets/ (nets/README.md)
+OWN_NET_SHA256 = "94caaba0dff8141400adf4e19f62f36048ab39f5fcbf15879686ed188ff10d59"
 BIG_NET_NAME = "nn-1c0000000000.nnue"       # Stockfish 17.1's big net (L1 = 3072)
 SMALL_NET_NAME = "nn-37f18f62d772.nnue"     # Stockfish 17.1's small net (L1 = 128)
 SMALL_ENV_VAR = "QUANTFISH_NET_SMALL"

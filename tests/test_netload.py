@@ -87,3 +87,19 @@ def test_uci_takes_a_16_net(sf16_net):
         assert uci.expect("bestmove")[-1].split()[1] != "0000"
     finally:
         uci.close()
+
+
+def test_own_net_is_the_fallback_and_intact(tmp_path, monkeypatch):
+    """With no Stockfish net where the engine looks, it plays with Quantfish's own committed net."""
+    from nnue.netpath import OWN_NET_NAME, OWN_NET_SHA256, default_nets_dir, sha256_of
+    own = default_nets_dir() / OWN_NET_NAME
+    assert sha256_of(own) == OWN_NET_SHA256
+    lone = tmp_path / "nets"
+    lone.mkdir()
+    (lone / OWN_NET_NAME).symlink_to(own)
+    monkeypatch.setenv("QUANTFISH_NET", str(lone))
+    net = load_nets()
+    assert not isinstance(net, NetPair) and net.path.endswith(OWN_NET_NAME)
+    assert net.arch.l1 == 256 and net.arch.generation == GEN_SF15_1
+    monkeypatch.delenv("QUANTFISH_NET")
+    assert load_nets(OWN_NET_NAME).path == str(own)        # EvalFile by name: a bare name found in nets/
