@@ -14,8 +14,8 @@ import numpy as np
 
 from nnue.architecture import MAX_ACTIVE, PIECES_PER_STACK
 from nnue.features import active_features, king_square
+from nnue.placement import parse_placement
 
-LETTERS = " PNBRQK  pnbrqk"      # piece code = colour * 8 + type (engine.types), as nnue.features expects
 
 
 class PositionError(ValueError):
@@ -43,22 +43,10 @@ class Positions(NamedTuple):
 
 def parse_board(placement: str) -> np.ndarray:
     """int8[64] mailbox of a FEN placement field (A1 = 0); ``PositionError`` if malformed or kings missing."""
-    ranks = placement.split("/")
-    if len(ranks) != 8:
-        raise PositionError(f"placement {placement!r} has {len(ranks)} ranks, expected 8")
-    board = np.zeros(64, np.int8)
-    for i, text in enumerate(ranks):
-        f = 0
-        for ch in text:
-            if ch.isdigit() and ch not in "09":
-                f += int(ch)
-            elif ch in "PNBRQKpnbrqk" and f < 8:
-                board[(7 - i) * 8 + f] = LETTERS.index(ch)
-                f += 1
-            else:
-                raise PositionError(f"bad character {ch!r} in placement {placement!r}")
-        if f != 8:
-            raise PositionError(f"rank {8 - i} of {placement!r} has {f} squares, expected 8")
+    try:
+        board = parse_placement(placement)
+    except ValueError as exc:
+        raise PositionError(str(exc)) from None
     for colour, name in ((0, "White"), (1, "Black")):
         if np.count_nonzero(board == colour * 8 + 6) != 1:
             raise PositionError(f"placement {placement!r} needs exactly one {name} king")

@@ -18,11 +18,11 @@ from typing import Iterable, Iterator, TextIO
 
 import numpy as np
 
+from nnue.placement import format_placement, parse_placement
 from nnue.train import codec
 from nnue.train.records import (ERRORS, RECORD_SIZE, DataFileError, PathLike, as_bytes, count_records, empty,
                                 from_bytes, read_records, write_all)
 
-LETTERS = " PNBRQK  pnbrqk"
 FILES = "abcdefgh"
 CASTLING = "KQkq"
 RESULT_TEXT = ("0.0", "0.5", "1.0")       # indexed by White's result 0 (loss), 1 (draw), 2 (win)
@@ -31,25 +31,6 @@ CHUNK = 1 << 16
 
 # ---------------------------------------------------------------------------------------------------------
 # Records -> text
-
-
-def _placement(board: np.ndarray) -> str:
-    rows = []
-    for rank in range(7, -1, -1):
-        row, gap = [], 0
-        for sq in range(rank * 8, rank * 8 + 8):
-            pc = board[sq]
-            if pc == 0:
-                gap += 1
-                continue
-            if gap:
-                row.append(str(gap))
-                gap = 0
-            row.append(LETTERS[pc])
-        if gap:
-            row.append(str(gap))
-        rows.append("".join(row))
-    return "/".join(rows)
 
 
 def format_lines(records: np.ndarray) -> list[str]:
@@ -62,7 +43,7 @@ def format_lines(records: np.ndarray) -> list[str]:
         _, _, score, stm, result, rights, halfmove, fullmove = rec
         castling = "".join(c for bit, c in enumerate(CASTLING) if rights >> bit & 1) or "-"
         ep = "-" if rights >> 4 == 0 else FILES[(rights >> 4) - 1] + ("6" if stm == 0 else "3")
-        fen = f"{_placement(boards[i].tolist())} {'wb'[stm]} {castling} {ep} {halfmove} {fullmove}"
+        fen = f"{format_placement(boards[i].tolist())} {'wb'[stm]} {castling} {ep} {halfmove} {fullmove}"
         white_score = score if stm == 0 else -score
         white_result = result if stm == 0 else 2 - result
         lines.append(f"{fen} | {white_score} | {RESULT_TEXT[white_result]}")
@@ -83,23 +64,10 @@ def export_text(in_path: PathLike, out: TextIO) -> int:
 
 
 def _parse_placement(field: str) -> np.ndarray:
-    ranks = field.split("/")
-    if len(ranks) != 8:
-        raise DataFileError(f"piece placement has {len(ranks)} ranks, expected 8")
-    board = np.zeros(64, np.int8)
-    for i, text in enumerate(ranks):
-        rank = 7 - i
-        f = 0
-        for ch in text:
-            if ch in "12345678":
-                f += int(ch)
-            elif ch in "PNBRQKpnbrqk" and f < 8:
-                board[rank * 8 + f] = LETTERS.index(ch)
-                f += 1
-            else:
-                raise DataFileError(f"bad character {ch!r} in rank {rank + 1} of the piece placement")
-        if f != 8:
-            raise DataFileError(f"rank {rank + 1} ({text!r}) describes {f} squares, expected 8")
+    try:
+        board = parse_placement(field)
+    except ValueError as exc:
+        raise DataFileError(str(exc)) from None
     if np.count_nonzero(board) > 32:
         raise DataFileError(f"{np.count_nonzero(board)} pieces, at most 32 fit a record")
     return board
