@@ -3,20 +3,19 @@
 Each iteration is one call into compiled code (``search_root``) that releases the GIL, so the UCI
 thread stays responsive; a timer or the ``stop`` command sets the stop flag that the search polls.
 """
-import threading
 import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from engine.movegen import MAX_MOVES, generate_legal
-from engine.position import ST_KEY, ST_SIZE
+from engine.position import ST_KEY
 from engine.search import INF, MATE, MATE_IN_MAX, search_root, tt_hashfull
 from engine.state import HISTORY_KEYS, MAX_PLY, STACK, new_control, new_state
 from engine.tables import tables
 from nnue import ckernel, netdir
-from nnue.units import PAWN_VALUE_NORMALIZE
 from nnue.inference import make_scratch
+from nnue.units import PAWN_VALUE_NORMALIZE
 
 
 

@@ -35,7 +35,7 @@ accumulators are then brought up to date only when that net is evaluated (``eval
 import numpy as np
 from numba import njit
 
-from nnue.features import feature_index, king_bucket_offset, king_square, orient, piece_plane
+from nnue.features import feature_index, king_bucket_offset, orient, piece_plane
 
 # The move record (``dirty`` rows, see above), defined here only (nnue.ckernel and pychess_bridge import it).
 NO_SQ = 64         # "no square": the piece appears (from) or disappears (to)

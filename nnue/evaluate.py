@@ -50,7 +50,7 @@ from nnue.inference import bucket_of, forward, forward_all, make_scratch
 from nnue.intmath import popcount64 as popcount
 from nnue.intmath import tdiv, wrap32
 from nnue.netfile import P_GENERATION
-from nnue.stack import ensure_accumulator, net_output, refresh_ply
+from nnue.stack import net_output, refresh_ply
 
 VALUE_MAX_EVAL = 31507              # |final eval| < VALUE_TB_WIN_IN_MAX_PLY
 PSQ_EG_NONE = 1 << 30               # "no classical PSQ score available"

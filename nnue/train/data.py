@@ -13,7 +13,6 @@ keys, a 6-tuple) or a list of batches, kept in memory as an ``ArraySource``. Dat
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Mapping
 from typing import Iterator, NamedTuple, Protocol, runtime_checkable
 

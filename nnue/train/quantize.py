@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from nnue.architecture import (
-    FC0_OUT, FC1_OUT, KING_BUCKETS, LAYER_STACKS, MAX_ACTIVE, NUM_FEATURES, PS_NB, SF15_1_L1, Architecture,
+    FC0_OUT, FC1_OUT, KING_BUCKETS, LAYER_STACKS, MAX_ACTIVE, NUM_FEATURES, PS_NB, Architecture,
 )
 from nnue.netfile import Net, load_net, write_net
 from nnue.train import scales
