@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 QF := $(VENV)/bin/quantfish
 
-.PHONY: install venv package kernel net warm test bench clean train-deps ournet
+.PHONY: install venv package kernel net warm test bench soak clean train-deps ournet
 
 install: package kernel net warm
 
@@ -52,6 +52,14 @@ test: $(PY)
 
 bench: $(PY)
 	$(PY) -m engine.tools.bench_all
+
+# On demand, not part of make test: about 2,000 games against itself and the installed engines at bullet and
+# blitz (tests/soak.py, about 1.5 hours on 2 cores); counts crashes, illegal moves, time losses and hangs.
+# SOAK_ARGS="--scale 0.1" for a short run; the games are appended to build/soak/games.jsonl.
+SOAK_ARGS ?=
+soak: $(PY)
+	mkdir -p build/soak
+	$(PY) tests/soak.py --plan default --quiet --log build/soak/games.jsonl $(SOAK_ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info
