@@ -12,8 +12,12 @@ def warm_search_code(searcher):
     from engine.perft_count import perft_divide
     from engine.searcher import Limits
     from nnue.evaluate import eval_report
+    from engine.notation import parse_uci_move, push
+    from engine.searcher import board_key
     board = parse_fen("r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1")
-    searcher.think(board, [], Limits(depth=3))
+    # What `position ... moves` and `d` run: a move made on a board outside the search, its key.
+    board_key(push(board, parse_uci_move(board, "e1g1", False)))
+    searcher.think(board, [], Limits(depth=3), on_info=lambda **line: searcher.hashfull())
     searcher.clear()
     perft_divide(searcher.T, board.bb, board.board, board.st, 2, np.empty(256, np.int32), np.empty(256, np.int64))
     if getattr(searcher, "small_net", None) is not None:
