@@ -139,11 +139,7 @@ class Engine:
         with self._lock:
             searcher = self._live()
             clock = Clock.for_limits(limits, pos.side, 0)
-            clock.start(searcher.stop)
-            try:
-                best, _, _ = searcher.think(pos, keys, limits, int(multipv), clock, on_info)
-            finally:
-                clock.cancel()
+            best, _, _ = searcher.think(pos, keys, limits, int(multipv), clock, on_info)
         if not best:                   # no legal move: python-chess's engines report mate 0 or cp 0
             score = chess.engine.Mate(0) if board.is_check() else chess.engine.Cp(0)
             return None, [{"depth": 0, "nodes": 0, "score": chess.engine.PovScore(score, board.turn), "pv": []}]

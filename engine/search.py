@@ -462,18 +462,23 @@ def _update_quiet_stats(S, ply, side, board, best_move, depth, prev_move, quiets
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _poll(ctl):
+def _poll(S, ctl):
+    """Counts a node; true when the search must stop (driver's stop, node limit, deadline)."""
     ctl.nodes += 1
-    if (ctl.nodes & 1023) == 0:
-        if ctl.max_nodes > 0 and ctl.nodes >= ctl.max_nodes:
+    if (ctl.nodes & 255) == 0:
+        if (ctl.nodes & 1023) == 0 and ctl.max_nodes > 0 and ctl.nodes >= ctl.max_nodes:
             ctl.stop = 1
+        if ctl.deadline > 0:
+            S.clock(ctl.clock_id, S.ctl.ctypes)      # fills ctl.now_s, ctl.now_ns
+            if ctl.now_s * 1000000000 + ctl.now_ns >= ctl.deadline:
+                ctl.stop = 1
     return ctl.stop != 0
 
 
 @njit(cache=True, nogil=True, _nrt=False)
 def qsearch(T, S, ply, alpha, beta):
     ctl = S.ctl[0]
-    if _poll(ctl):
+    if _poll(S, ctl):
         return 0
     bb, board, st = S.bbs[ply], S.boards[ply], S.sts[ply]
     pv_len = S.pv_len
@@ -544,7 +549,7 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
     pv_node = beta - alpha > 1
     if depth <= 0:
         return qsearch(T, S, ply, alpha, beta)
-    if _poll(ctl):
+    if _poll(S, ctl):
         return 0
     bb, board, st = S.bbs[ply], S.boards[ply], S.sts[ply]
     pv, pv_len = S.pv, S.pv_len

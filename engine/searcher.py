@@ -1,13 +1,16 @@
 """The Python side of the search: owns the arrays, runs iterative deepening and keeps the clock.
 
 Each iteration is one call into compiled code (``search_root``) that releases the GIL, so the UCI
-thread stays responsive; a timer or the ``stop`` command sets the stop flag that the search polls.
+thread stays responsive. The ``stop`` command sets the stop flag that the search polls; the search reads the
+clock itself and stops at the deadline (``engine.monoclock``; a timer thread where no clock can be read).
 """
+import threading
 import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from engine import monoclock
 from engine.movegen import MAX_MOVES, generate_legal
 from engine.position import ST_KEY
 from engine.search import INF, MATE, MATE_IN_MAX, search_root, tt_hashfull
@@ -130,8 +133,9 @@ class Searcher:
             small_directory = netdir.directory(s_arrays, s_cnet, s_stack[0], s_stack[1], s_cache, s_scratch)
         self.ctl["use_c"] = 1 if use_c else 0
         self.ctl["pair"] = 1 if self.small_net is not None else 0
+        self.ctl["clock_id"] = monoclock.CLOCK_ID
         self.S = new_state(self.tt, self.ctl, stack, net_directory, kf, small_directory,
-                           np.zeros((STACK, 2), dtype=np.uint8))
+                           np.zeros((STACK, 2), dtype=np.uint8), monoclock.clock_gettime)
 
     @property
     def nodes(self) -> int:
@@ -163,10 +167,30 @@ class Searcher:
     def stop(self):
         self.ctl["stop"] = 1
 
+    def clear_stop(self):
+        self.ctl["stop"] = 0
+
+    def arm(self, clock):
+        """Sets the deadline of ``clock`` (or none) for the search running or about to run; also after
+        ponderhit, from another thread."""
+        timer, self._timer = getattr(self, "_timer", None), None
+        if timer is not None:
+            timer.cancel()
+        deadline = None if clock is None else clock.deadline_ns()
+        if deadline is None:
+            self.ctl["deadline"] = 0
+        elif monoclock.available:
+            self.ctl["deadline"] = monoclock.native_ns(deadline)
+        else:
+            self.ctl["deadline"] = 0
+            self._timer = threading.Timer(max(0.0, (deadline - monoclock.now_ns()) / 1e9), self.stop)
+            self._timer.daemon = True
+            self._timer.start()
+
     def hashfull(self):
         return int(tt_hashfull(self.tt, self.ctl["tt_gen"][0]))
 
-    def _setup(self, board, game_keys):
+    def _setup(self, board, game_keys, reset_stop=True):
         S, ctl = self.S, self.ctl
         S.bbs[0] = board.bb
         S.boards[0] = board.board
@@ -179,7 +203,8 @@ class Searcher:
         ctl["root_index"] = root_index
         S.nn[2][:] = 0         # no accumulator is valid for a new root
         S.small_computed[:] = 0
-        ctl["stop"] = 0
+        if reset_stop:
+            ctl["stop"] = 0
         ctl["nodes"] = 0
         ctl["tt_gen"] = (ctl["tt_gen"] + 1) & 31
         S.killers[:] = 0
@@ -214,16 +239,27 @@ class Searcher:
                 return score, True
             delta += delta // 2 + 10
 
-    def think(self, board, game_keys, limits, multipv=1, clock=None, on_info=None):
-        """Searches ``board`` and returns (best move, ponder move or None, lines of the last iteration)."""
+    def think(self, board, game_keys, limits, multipv=1, clock=None, on_info=None, reset_stop=True):
+        """Searches ``board`` and returns (best move, ponder move or None, lines of the last iteration).
+
+        ``reset_stop=False``: the caller cleared the stop flag when it asked for this search (``clear_stop``),
+        so that a ``stop`` that comes before the search thread gets here still stops it."""
         start = time.perf_counter()
-        self._setup(board, game_keys)
+        self._setup(board, game_keys, reset_stop)
         root = self.legal_root_moves(board)
         if limits.searchmoves:
             root = [m for m in root if m in limits.searchmoves] or root
         if not root:
             return 0, None, []
         self.ctl["max_nodes"] = limits.nodes or 0
+        self.arm(clock)
+        try:
+            return self._deepen(board, root, limits, multipv, clock, on_info, start)
+        finally:
+            self.arm(None)
+
+    def _deepen(self, board, root, limits, multipv, clock, on_info, start):
+        """Iterative deepening (with MultiPV lines) until a limit; see ``think``."""
         max_depth = min(limits.depth or MAX_PLY - 8, MAX_PLY - 8)
         multipv = max(1, min(multipv, len(root)))
         lines = []
@@ -273,7 +309,7 @@ class Searcher:
                 break
             stable = stable + 1 if best_move == prev_best else 0
             prev_best = best_move
-            if clock is not None and not clock.should_continue(elapsed, stable, depth):
+            if clock is not None and not clock.should_continue(stable, depth):
                 break
             if limits.nodes and self.nodes >= limits.nodes:
                 break

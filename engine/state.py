@@ -30,6 +30,8 @@ LMR_SIZE = 64                 # the reduction table is [depth][move number], bot
 
 # The search's counters and flags, shared with the Python driver (which sets the limits and the stop flag).
 CONTROL = np.dtype([
+    ("now_s", np.int64),         # the clock, written here by engine.monoclock's clock_gettime: it writes
+    ("now_ns", np.int64),        # (seconds, nanoseconds) at the record's address, so these two come first
     ("nodes", np.int64),         # nodes searched in this search
     ("stop", np.int64),          # set by the driver (time, stop command) or the node limit; polled
     ("seldepth", np.int64),      # deepest ply reached in this iteration
@@ -42,6 +44,8 @@ CONTROL = np.dtype([
     ("optimism_b", np.int64),
     ("use_c", np.int64),         # 1: the C kernel evaluates, 0: the Numba path
     ("pair", np.int64),          # 1: a Stockfish 17.1 net pair evaluates (big net ``net``, small ``small_net``)
+    ("deadline", np.int64),      # stop when the clock (ns, engine.monoclock) passes this; 0 for none
+    ("clock_id", np.int64),      # the clock_gettime clock the search reads (engine.monoclock.CLOCK_ID)
 ])
 
 
@@ -72,6 +76,7 @@ class SearchState(NamedTuple):
     kf: tuple                   # nnue.ckernel.KernelFuncs (placeholders of the same types on the Numba path)
     small_net: np.ndarray       # nnue.netdir directory of a 17.1 pair's small net, else netdir.unused()
     small_computed: np.ndarray  # uint8[STACK, 2] the small net's computed flags (its moves are ``nn``'s)
+    clock: object               # engine.monoclock.clock_gettime, called with (ctl.clock_id, ctl's address)
 
 
 def lmr_table() -> np.ndarray:
@@ -87,7 +92,7 @@ def new_control() -> np.ndarray:
     return np.zeros(1, CONTROL)
 
 
-def new_state(tt, ctl, nn, net, kf, small_net, small_computed) -> SearchState:
+def new_state(tt, ctl, nn, net, kf, small_net, small_computed, clock) -> SearchState:
     """A state with fresh per-ply arrays around the given shared parts (see the field comments)."""
     return SearchState(
         bbs=np.zeros((STACK, 16), np.uint64), boards=np.zeros((STACK, 64), np.int8),
@@ -100,4 +105,4 @@ def new_state(tt, ctl, nn, net, kf, small_net, small_computed) -> SearchState:
         ctl=ctl, nn=nn, net=net, tte=np.zeros((STACK, TTE_SIZE), np.int64),
         root_moves=np.zeros(MAX_MOVES, np.int32), evals=np.zeros(STACK, np.int64),
         quiets=np.zeros((STACK, 64), np.int32), lmr=lmr_table(), kf=kf,
-        small_net=small_net, small_computed=small_computed)
+        small_net=small_net, small_computed=small_computed, clock=clock)

@@ -17,9 +17,9 @@ ROOT = os.path.join(os.path.dirname(__file__), "..")
 class Uci:
     """A running engine with a line reader that never blocks the test forever."""
 
-    def __init__(self):
+    def __init__(self, env=None):
         self.p = subprocess.Popen(ENGINE, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                  text=True, bufsize=1, cwd=ROOT)
+                                  text=True, bufsize=1, cwd=ROOT, env=env)
         self.lines = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
         self.seen = []

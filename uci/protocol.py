@@ -94,7 +94,10 @@ class UciEngine:
         self._ready = threading.Event()
         self._init_error = None
         self._loader = None
-        self._search_thread = None
+        self._search_thread = None  # one worker thread runs every search (no thread to start per move)
+        self._jobs = None
+        self._idle = threading.Event()
+        self._idle.set()
         self._announced = False
         self._search_done = True
         self._searcher = None
@@ -107,6 +110,11 @@ class UciEngine:
         self._clock = None
         self._limits = None
         self._search_started = 0.0
+        self._received = 0.0       # when the command being handled was read: deadlines count from there
+        self._game_id = None       # the start position of the game, and the number of moves played from it
+        self._ply = 0
+        self._lag = None
+        self._line = None          # (fen, chess960, moves, boards, keys) of the last position command
 
     # -- output -------------------------------------------------------------------------------
 
@@ -198,6 +206,7 @@ class UciEngine:
 
     def handle(self, line):
         """Handles one command line; returns False on quit."""
+        self._received = time.monotonic_ns()
         tokens = line.strip().split()
         if not tokens:
             return True
@@ -276,6 +285,7 @@ class UciEngine:
         self.ensure_ready()
         if not self._searching():
             self._searcher.clear()
+        self._lag_meter().reset()
 
     def cmd_position(self, args):
         self.ensure_ready()
@@ -297,21 +307,36 @@ class UciEngine:
             raise UciError(f"position needs startpos or fen, got {args[0]!r}")
         if rest and rest[0] != "moves":
             raise UciError(f"unexpected {rest[0]!r} in position command")
-        try:
-            board = parse_fen(fen, chess960)
-        except ValueError as exc:
-            raise UciError(f"bad FEN, position unchanged: {exc}") from None
-        keys = []
-        for text in rest[1:]:
+        moves = rest[1:]
+        # A GUI resends the whole game before every move: start from the longest prefix of the moves
+        # already made for the last position command instead of replaying a long game each time.
+        line = self._line if self._line is not None and self._line[:2] == (fen, chess960) else None
+        if line is None:
+            try:
+                start = parse_fen(fen, chess960)
+            except ValueError as exc:
+                raise UciError(f"bad FEN, position unchanged: {exc}") from None
+            line = (fen, chess960, [], [start], [])
+        _, _, done, boards, keys_at = line
+        same = 0
+        while same < len(done) and same < len(moves) and done[same] == moves[same]:
+            same += 1
+        done, boards, keys_at = done[:same], boards[:same + 1], keys_at[:same]
+        board = boards[-1]
+        for text in moves[same:]:
             try:
                 m = parse_uci_move(board, text, chess960 or board.chess960)
             except ValueError:
                 raise UciError(f"illegal move {text} in position {board.fen()}, position unchanged") from None
-            keys.append(int(board_key(board)))
+            keys_at.append(int(board_key(board)))
             board = push(board, m)
-            if board.halfmove == 0:
-                keys = []
-        self._board, self._game_keys = board, keys
+            done.append(text)
+            boards.append(board)
+        # Repetitions count from the last capture or pawn move (halfmove clock 0).
+        reset = max((i for i in range(1, len(boards)) if boards[i].halfmove == 0), default=0)
+        self._line = (fen, chess960, done, boards, keys_at)
+        self._board, self._game_keys = board, keys_at[reset:]
+        self._game_id, self._ply = fen, len(moves)
 
     def cmd_d(self, args):
         self.ensure_ready()
@@ -426,20 +451,48 @@ class UciEngine:
         """True until the search has decided its best move (its thread may still be finishing)."""
         return self._search_thread is not None and self._search_thread.is_alive() and not self._search_done
 
+    def _lag_meter(self):
+        if self._lag is None:
+            from engine.timeman import LagMeter
+            self._lag = LagMeter()
+        return self._lag
+
+    def _overhead(self):
+        """Move Overhead, or more when the GUI's clocks show a larger lag (engine.timeman.LagMeter)."""
+        return self._lag_meter().overhead(self.options["move overhead"].value)
+
     def _start_search(self, limits):
+        import queue
+
         from engine.timeman import Clock
         board = self._board
+        self._idle.wait()             # the previous search has sent its bestmove
         self._limits = limits
         self._pondering = limits.ponder
         self._ponder_release.clear()
-        self._clock = Clock.for_limits(limits, board.side, self.options["move overhead"].value)
-        self._search_started = time.perf_counter()
-        if self._search_thread is not None:
-            self._search_thread.join()
+        remaining, inc = (limits.wtime, limits.winc) if board.side == 0 else (limits.btime, limits.binc)
+        if not limits.ponder:
+            self._lag_meter().before_search(self._game_id, self._ply, board.side, remaining, inc)
+        self._search_started = self._received
+        self._clock = Clock.for_limits(limits, board.side, self._overhead(), self._search_started)
+        self._clock_record = (self._game_id, self._ply, board.side, remaining, inc, limits.ponder)
+        if self._search_thread is None:
+            self._jobs = queue.SimpleQueue()
+            self._search_thread = threading.Thread(target=self._search_worker, daemon=True)
+            self._search_thread.start()
         self._search_done = False
-        self._search_thread = threading.Thread(target=self._search_main, args=(board, list(self._game_keys), limits),
-                                               daemon=True)
-        self._search_thread.start()
+        self._idle.clear()
+        self._searcher.clear_stop()   # here, not in the worker: a stop that comes before it starts still counts
+        self._jobs.put((board, list(self._game_keys), limits))
+
+    def _search_worker(self):
+        while True:
+            board, keys, limits = self._jobs.get()
+            try:
+                self._search_main(board, keys, limits)
+            finally:
+                self._search_done = True
+                self._idle.set()
 
     def _search_main(self, board, keys, limits):
         from engine.notation import move_to_uci
@@ -454,30 +507,32 @@ class UciEngine:
 
         best = ponder = None
         try:
-            self._clock.start(searcher.stop)
-            best, ponder, _ = searcher.think(board, keys, limits, self.options["multipv"].value, self._clock, on_info)
+            best, ponder, _ = searcher.think(board, keys, limits, self.options["multipv"].value, self._clock, on_info,
+                                             reset_stop=False)
         except Exception as exc:
             self.info_string(f"search error: {type(exc).__name__}: {exc}")
             print(traceback.format_exc(), file=sys.stderr)
-        finally:
-            self._clock.cancel()
-        # In ponder and infinite mode the GUI must say stop (or ponderhit) before bestmove.
+        # In ponder and infinite mode the GUI must say stop (or ponderhit) before bestmove; both set the event.
         if limits.infinite or self._pondering:
             while not searcher.stopped and not self._ponder_release.is_set():
-                time.sleep(0.002)
+                self._ponder_release.wait(0.1)
         text = "bestmove 0000"
         if best:
             text = f"bestmove {move_to_uci(best, chess960)}"
             if ponder:
                 text += f" ponder {move_to_uci(ponder, chess960)}"
+        # Before bestmove goes out: the GUI's next go may follow at once.
+        game, ply, side, remaining, inc, pondered = self._clock_record
+        used_ms = None if pondered else (time.monotonic_ns() - self._search_started) / 1e6
+        self._lag_meter().after_search(game, ply, side, remaining, inc, used_ms)
         self._search_done = True
         self.send(text)
 
     def cmd_stop(self, args=None):
         if self._searcher is not None:
             self._searcher.stop()
-        if self._search_thread is not None:
-            self._search_thread.join()
+        self._ponder_release.set()
+        self._idle.wait()
 
     def cmd_ponderhit(self, args=None):
         if not self._searching() or not self._pondering:
@@ -485,9 +540,9 @@ class UciEngine:
         from engine.timeman import Clock
         limits = self._limits
         limits.ponder = False
-        elapsed_ms = (time.perf_counter() - self._search_started) * 1000
-        fresh = Clock.for_limits(limits, self._board.side, self.options["move overhead"].value)
-        self._clock.rebase(fresh, elapsed_ms, self._searcher.stop)
+        fresh = Clock.for_limits(limits, self._board.side, self._overhead(), self._received)
+        self._clock.rebase(fresh)
+        self._searcher.arm(self._clock)
         self._pondering = False
         self._ponder_release.set()
 

@@ -50,9 +50,7 @@ def main(argv=None):
         searcher.clear()
         limits = Limits(depth=args.depth) if args.depth else Limits(movetime=args.movetime)
         clock = Clock(None, None if args.depth else args.movetime)
-        clock.start(searcher.stop)
         best, _, _ = searcher.think(ours, [], limits, clock=clock)
-        clock.cancel()
         move = move_to_uci(best)
         ok = (move in bm) if bm else (move not in am)
         solved += ok

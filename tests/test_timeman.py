@@ -1,0 +1,171 @@
+"""Time management: the allocation never spends what the clock lacks, and the engine answers in time."""
+import os
+import time
+
+import pytest
+
+from engine.searcher import Limits
+from engine.timeman import Clock, LagMeter
+
+from tests.test_uci import Uci
+
+
+def budget(remaining, inc=0, movestogo=None, overhead=10):
+    clock = Clock.for_limits(Limits(wtime=remaining, btime=remaining, winc=inc, binc=inc, movestogo=movestogo),
+                             0, overhead)
+    return clock.soft * 1000, clock.hard * 1000
+
+
+@pytest.mark.parametrize("remaining", [0, 1, 5, 20, 50, 100, 300, 1000, 5000, 60000])
+@pytest.mark.parametrize("inc", [0, 10, 100, 1000])
+@pytest.mark.parametrize("movestogo", [None, 1, 2, 10, 40])
+def test_hard_limit_leaves_the_overhead_on_the_clock(remaining, inc, movestogo):
+    soft, hard = budget(remaining, inc, movestogo)
+    assert 0 <= soft <= hard
+    # At most 70% of what the clock holds after the overhead, whatever the increment; 1 ms at the least.
+    assert hard <= max(1.0, 0.7 * (remaining - 10)) + 1e-9
+
+
+def test_negative_clock_is_a_floor_budget():
+    soft, hard = budget(-500)
+    assert soft == 0 and hard == 1.0
+
+
+def simulate_sudden_death(base_ms, inc_ms, lag_ms, moves, spend):
+    """A game's clock for one side: each move spends ``spend(soft, hard)`` plus ``lag_ms`` the engine never
+    sees. Returns the least time left after any move."""
+    remaining, least = base_ms, base_ms
+    for _ in range(moves):
+        soft, hard = budget(remaining, inc_ms)
+        remaining -= spend(soft, hard) + lag_ms
+        least = min(least, remaining)
+        remaining += inc_ms
+    return least
+
+
+@pytest.mark.parametrize("base_ms", [1000, 2000, 5000])
+def test_sudden_death_does_not_drain_the_clock(base_ms):
+    # 200 moves a side (the soak's 400-ply limit), each one over its target (1.3 times soft, the most the
+    # iteration rule allows while the best move changes), 2 ms of unseen lag a move: the clock holds.
+    least = simulate_sudden_death(base_ms, 0, 2.0, 200, lambda soft, hard: min(1.3 * soft, hard))
+    assert least > 0
+
+
+def test_hard_deadlines_every_move_still_keep_a_reserve_with_increment():
+    # The worst case with an increment: every move runs to its hard deadline, lag half of Move Overhead.
+    least = simulate_sudden_death(1000, 10, 5.0, 300, lambda soft, hard: hard)
+    assert least > 0
+
+
+def test_lag_meter_learns_what_the_gui_charges():
+    lag = LagMeter()
+    assert lag.overhead(10) == 10
+    # Our move: go at 1000 ms, we thought 20 ms; next go for the same side two plies later reads 950 ms.
+    lag.before_search("startpos", 2, 0, 1000, 0)
+    lag.after_search("startpos", 2, 0, 1000, 0, 20.0)
+    lag.before_search("startpos", 4, 0, 950, 0)
+    assert lag.overhead(10) == pytest.approx(30.0)
+    assert lag.overhead(50) == 50
+    # Another game, or a move not two plies later, teaches nothing.
+    lag.after_search("startpos", 4, 0, 950, 0, 10.0)
+    lag.before_search("other", 6, 0, 800, 0)
+    lag.after_search("other", 6, 0, 800, 0, 10.0)
+    lag.before_search("other", 9, 0, 700, 0)
+    assert lag.overhead(10) == pytest.approx(30.0)
+    # Old lags leave the window.
+    for ply in range(10, 10 + 2 * (LagMeter.WINDOW + 1), 2):
+        lag.after_search("g", ply, 1, 5000, 0, 5.0)
+        lag.before_search("g", ply + 2, 1, 4994, 0)
+    assert lag.overhead(0) == pytest.approx(1.0)
+
+
+def timed_go(uci, command):
+    uci.send(command)
+    start = time.monotonic()
+    lines = uci.expect("bestmove", timeout=30)
+    return (time.monotonic() - start) * 1000, lines[-1]
+
+
+def test_answers_within_a_tenth_of_a_second(uci):
+    uci.send("uci")
+    uci.expect("uciok")
+    uci.send("isready")
+    uci.expect("readyok", timeout=300)
+    moves = []
+    import chess
+    board = chess.Board()
+    worst = 0.0
+    for _ in range(16):
+        uci.send("position startpos" + (" moves " + " ".join(moves) if moves else ""))
+        spent, line = timed_go(uci, "go wtime 100 btime 100")
+        worst = max(worst, spent)
+        move = chess.Move.from_uci(line.split()[1])
+        assert move in board.legal_moves
+        board.push(move)
+        moves.append(move.uci())
+    assert worst < 100, f"a move took {worst:.0f} ms with 100 ms on the clock"
+    for command in ("go wtime 0 btime 0", "go wtime -50 btime -50", "go wtime 30 btime 30 movestogo 1",
+                    "go wtime 1 btime 1 winc 0 binc 0"):
+        spent, line = timed_go(uci, command)
+        assert line.split()[1] != "0000" and spent < 100, (command, spent)
+
+
+def test_ponderhit_with_little_time_left(uci):
+    uci.send("uci")
+    uci.expect("uciok")
+    uci.send("setoption name Ponder value true")
+    uci.send("isready")
+    uci.expect("readyok", timeout=300)
+    uci.send("position startpos moves e2e4 e7e5")
+    uci.send("go ponder wtime 60 btime 60")
+    time.sleep(0.3)          # pondering, however long it is, costs nothing: the clock starts at ponderhit
+    spent, line = timed_go(uci, "ponderhit")
+    assert line.startswith("bestmove ") and line.split()[1] != "0000"
+    assert spent < 60, f"{spent:.0f} ms after ponderhit with 60 ms on the clock"
+
+
+def test_nothing_compiles_after_readyok():
+    """Every compiled function a game needs is compiled (or loaded) before readyok: a compile during the
+    first move (seconds) loses bullet games on time. NUMBA_DEBUG_CACHE prints each cache save."""
+    uci = Uci(env=dict(os.environ, NUMBA_DEBUG_CACHE="1"))
+    try:
+        uci.send("uci")
+        uci.send("isready")
+        uci.expect("readyok", timeout=600)
+        after = []
+        for commands, last in [
+                (["ucinewgame", "position startpos moves e2e4 e7e5 g1f3", "go wtime 1000 btime 1000"], "bestmove"),
+                (["d", "eval", "go perft 2", "isready"], "readyok"),
+                (["setoption name MultiPV value 2", "go depth 4"], "bestmove"),
+                (["position fen 4k3/1P6/8/8/8/8/8/4K2R w K - 0 1 moves b7b8q e8d7 e1g1", "go nodes 2000"],
+                 "bestmove"),
+                (["setoption name Ponder value true", "go ponder wtime 500 btime 500", "ponderhit"], "bestmove")]:
+            for command in commands:
+                uci.send(command)
+            after += uci.expect(last, timeout=60)
+    finally:
+        uci.close()
+    saved = [line for line in after if "saved to" in line]
+    assert not saved, f"compiled after readyok: {saved}"
+
+
+@pytest.fixture
+def uci():
+    engine = Uci()
+    yield engine
+    engine.close()
+
+
+@pytest.mark.parametrize("go", ["go ponder wtime 1000 btime 1000", "go infinite"])
+def test_stop_right_after_go_ends_the_search(uci, go):
+    """A stop that arrives before the search thread has begun must still end that search (it used to be
+    cleared when the search began: the engine pondered forever and never answered again)."""
+    uci.send("uci")
+    uci.send("isready")
+    uci.expect("readyok", timeout=300)
+    uci.send("position startpos moves e2e4")
+    for _ in range(40):
+        uci.send(f"{go}\nstop")
+        uci.expect("bestmove", timeout=5)
+    uci.send("isready")
+    uci.expect("readyok", timeout=5)
