@@ -156,7 +156,8 @@ def uci():
     engine.close()
 
 
-@pytest.mark.parametrize("go", ["go ponder wtime 1000 btime 1000", "go infinite"])
+@pytest.mark.parametrize("go", ["go ponder wtime 1000 btime 1000\nstop", "go infinite\nstop",
+                                "go ponder wtime 100 btime 100\nponderhit"])
 def test_stop_right_after_go_ends_the_search(uci, go):
     """A stop that arrives before the search thread has begun must still end that search (it used to be
     cleared when the search began: the engine pondered forever and never answered again)."""
@@ -165,7 +166,7 @@ def test_stop_right_after_go_ends_the_search(uci, go):
     uci.expect("readyok", timeout=300)
     uci.send("position startpos moves e2e4")
     for _ in range(40):
-        uci.send(f"{go}\nstop")
+        uci.send(go)
         uci.expect("bestmove", timeout=5)
     uci.send("isready")
     uci.expect("readyok", timeout=5)
