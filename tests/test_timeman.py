@@ -1,5 +1,5 @@
 """Time management: the allocation never spends what the clock lacks, and the engine answers in time."""
-import os
+import sys
 import time
 
 import pytest
@@ -124,29 +124,66 @@ def test_ponderhit_with_little_time_left(uci):
     assert spent < 60, f"{spent:.0f} ms after ponderhit with 60 ms on the clock"
 
 
+def compiled_signatures():
+    """Every Numba dispatcher of the engine and nnue packages, with the signatures this process holds."""
+    from numba.core.registry import CPUDispatcher
+    found = {}
+    for name, module in list(sys.modules.items()):
+        if module is None or not name.startswith(("engine", "nnue")):
+            continue
+        for attr, value in vars(module).items():
+            if isinstance(value, CPUDispatcher):
+                found[f"{name}.{attr}"] = set(value.signatures)
+    return found
+
+
 def test_nothing_compiles_after_readyok():
-    """Every compiled function a game needs is compiled (or loaded) before readyok: a compile during the
-    first move (seconds) loses bullet games on time. NUMBA_DEBUG_CACHE prints each cache save."""
-    uci = Uci(env=dict(os.environ, NUMBA_DEBUG_CACHE="1"))
-    try:
-        uci.send("uci")
-        uci.send("isready")
-        uci.expect("readyok", timeout=600)
-        after = []
-        for commands, last in [
-                (["ucinewgame", "position startpos moves e2e4 e7e5 g1f3", "go wtime 1000 btime 1000"], "bestmove"),
-                (["d", "eval", "go perft 2", "isready"], "readyok"),
-                (["setoption name MultiPV value 2", "go depth 4"], "bestmove"),
-                (["position fen 4k3/1P6/8/8/8/8/8/4K2R w K - 0 1 moves b7b8q e8d7 e1g1", "go nodes 2000"],
-                 "bestmove"),
-                (["setoption name Ponder value true", "go ponder wtime 500 btime 500", "ponderhit"], "bestmove")]:
-            for command in commands:
-                uci.send(command)
-            after += uci.expect(last, timeout=60)
-    finally:
-        uci.close()
-    saved = [line for line in after if "saved to" in line]
-    assert not saved, f"compiled after readyok: {saved}"
+    """Every compiled function a game needs is compiled (or loaded) before readyok: one first met during a
+    game costs seconds on the first move (a fresh install lost its first bullet games on time)."""
+    from uci.protocol import UciEngine
+    out = []
+    engine = UciEngine(out=out.append)
+    engine.handle("isready")
+    assert out[-1] == "readyok"
+    before = compiled_signatures()
+    for command in ["ucinewgame", "position startpos moves e2e4 e7e5 g1f3", "go wtime 1000 btime 1000",
+                    "stop", "d", "eval", "go perft 2", "setoption name MultiPV value 2", "go depth 4", "stop",
+                    "position fen 4k3/1P6/8/8/8/8/8/4K2R w K - 0 1 moves b7b8q e8d7 e1g1", "go nodes 2000", "stop",
+                    "setoption name Ponder value true", "go ponder wtime 500 btime 500", "ponderhit", "stop"]:
+        engine.handle(command)
+    assert sum(line.startswith("bestmove") for line in out) == 4
+    after = compiled_signatures()
+    new = {name: after[name] - before.get(name, set()) for name in after if after[name] - before.get(name, set())}
+    assert not new, f"compiled after readyok: {new}"
+
+
+def test_position_replays_only_the_new_moves(monkeypatch):
+    """A GUI resends the game before every move; replaying a long game each time cost 7 ms at ply 130."""
+    import chess
+
+    import engine.notation
+    from uci.protocol import UciEngine
+    engine_ = UciEngine(out=lambda line: None)
+    engine_.handle("isready")
+    board, moves = chess.Board(), []
+    for _ in range(60):
+        move = sorted(board.legal_moves, key=lambda m: m.uci())[len(moves) % board.legal_moves.count()]
+        board.push(move)
+        moves.append(move.uci())
+    engine_.handle("position startpos moves " + " ".join(moves[:-2]))
+    pushes = []
+    real_push = engine.notation.push
+    monkeypatch.setattr(engine.notation, "push", lambda b, m: pushes.append(m) or real_push(b, m))
+    engine_.handle("position startpos moves " + " ".join(moves))
+    assert len(pushes) == 2
+    assert engine_._board.fen().split()[:4] == board.fen().split()[:4]
+    # Taking back a move (a ponder miss) replays from the common prefix.
+    engine_.handle("position startpos moves " + " ".join(moves[:-1]))
+    assert len(pushes) == 2
+    fresh = UciEngine(out=lambda line: None)
+    fresh.handle("isready")
+    fresh.handle("position startpos moves " + " ".join(moves[:-1]))
+    assert fresh._game_keys == engine_._game_keys and fresh._board.fen() == engine_._board.fen()
 
 
 @pytest.fixture
