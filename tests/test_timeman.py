@@ -207,3 +207,17 @@ def test_stop_right_after_go_ends_the_search(uci, go):
         uci.expect("bestmove", timeout=5)
     uci.send("isready")
     uci.expect("readyok", timeout=5)
+
+
+def test_move_overhead_is_kept_back(uci):
+    """With most of the clock claimed by Move Overhead the engine moves at once; movetime gives up the
+    overhead too."""
+    uci.send("uci")
+    uci.send("setoption name Move Overhead value 1000")
+    uci.send("isready")
+    uci.expect("readyok", timeout=300)
+    uci.send("position startpos")
+    spent, _ = timed_go(uci, "go wtime 1500 btime 1500")
+    assert spent < 0.7 * (1500 - 1000) + 100, spent      # hard limit: 70% of what the overhead leaves
+    spent, _ = timed_go(uci, "go movetime 1400")
+    assert spent < 1400 - 1000 + 100, spent
