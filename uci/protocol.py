@@ -5,6 +5,7 @@ engine (Numba code, the net) is loaded in the background and is ready before ``r
 Every command is handled inside a guard: a bad command gets one ``info string`` line and the
 previous state stays as it was.
 """
+import io
 import os
 import sys
 import threading
@@ -120,7 +121,9 @@ class UciEngine:
             self._out(line)
 
     def info_string(self, text):
-        self.send(f"info string {text}")
+        # The text may echo the GUI's input: control characters (NUL, escape sequences, line breaks) are written
+        # escaped (\\x00), so that each info string is one printable line.
+        self.send("info string " + "".join(c if c.isprintable() else repr(c)[1:-1] for c in text))
 
     # -- start-up -----------------------------------------------------------------------------
 
@@ -492,9 +495,18 @@ class UciEngine:
         self._ponder_release.set()
 
 
+def _stdin_lines():
+    """stdin's lines decoded as UTF-8 whatever the locale, an undecodable byte replaced by U+FFFD (so that a
+    stray byte from the GUI gets an info string instead of ending the loop); line ends as before (\\n, \\r\\n
+    or \\r). stdout is written as UTF-8 too, so that an echoed character never fails to encode."""
+    if hasattr(sys.stdout, "reconfigure"):
+        sys.stdout.reconfigure(encoding="utf-8", errors="replace")
+    return io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")
+
+
 def run_uci(stream=None, net=None, net_small=None):
     engine = UciEngine(net=net, net_small=net_small)
-    stream = stream or sys.stdin
+    stream = stream or _stdin_lines()
     for line in stream:
         if not engine.handle(line):
             break

@@ -1,0 +1,67 @@
+"""The UCI loop against what a GUI, a broken GUI or line noise may send (issue 16), through binary pipes into
+the real ``python -m uci.cli``: one test for each fault found by fuzzing, each failing without its fix."""
+import os
+
+import chess
+import pytest
+
+from tests.ucipipe import Engine, output_problem
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The faults the fuzzer found, one test each (each fails without its fix)
+
+
+@pytest.fixture(scope="module")
+def engine():
+    engine = Engine().start()
+    yield engine
+    engine.kill()
+
+
+def _info_strings(lines):
+    return [raw.decode("utf-8") for raw in lines if raw.startswith(b"info string")]
+
+
+def _legal_bestmove(lines, moves=""):
+    """The bestmove at the end of ``lines``, checked legal after ``position startpos moves <moves>``."""
+    board = chess.Board()
+    for m in moves.split():
+        board.push_uci(m)
+    move = chess.Move.from_uci(lines[-1].split()[1].decode())
+    assert move in board.legal_moves, lines[-5:]
+    return move
+
+
+def _clean(lines):
+    assert [(raw, why) for raw in lines if (why := output_problem(raw))] == []
+
+
+@pytest.mark.parametrize("encoding", ["utf-8:strict", "ascii:strict"])
+def test_undecodable_input_gets_an_info_string(encoding):
+    """Fault: stdin was read in the locale's encoding, strictly under a UTF-8 locale such as en_US.UTF-8 (or
+    cp1252 / ASCII elsewhere): one invalid byte raised UnicodeDecodeError and ended the loop, and a non-ASCII
+    character echoed in an info string could not be encoded. Now stdin is UTF-8 with replacement, stdout UTF-8."""
+    engine = Engine(env=dict(os.environ, PYTHONIOENCODING=encoding)).start()
+    try:
+        engine.send(b"\xff\xfe\x00junk\nsetoption name \xe2\x99\x9e value 1\nposition startpos moves e2e4 \xc3\n")
+        lines = engine.sync()
+        _clean(lines)
+        strings = _info_strings(lines)
+        assert len(strings) == 3, lines
+        assert "unknown command: \ufffd\ufffd\\x00junk" in strings[0]
+        assert "unknown option: \u265e" in strings[1] and "illegal move \ufffd" in strings[2]
+        engine.send(b"go depth 2\n")
+        _legal_bestmove(engine.until(b"bestmove", prefix=True))     # the position command was refused
+        assert engine.quit() == 0
+    finally:
+        engine.kill()
+
+
+def test_control_characters_are_not_echoed(engine):
+    """Fault: an unknown command was echoed byte for byte in its info string, NUL, escape sequences and
+    invalid UTF-8 included (what a GUI then shows or chokes on). Now they are written escaped."""
+    engine.send(b"x\x00y\x1b[31mz\x0b\x7f \xff\n")
+    lines = engine.sync()
+    _clean(lines)
+    assert _info_strings(lines) == ["info string unknown command: x\\x00y\\x1b[31mz\\x0b\\x7f \ufffd"]
