@@ -65,3 +65,21 @@ def test_control_characters_are_not_echoed(engine):
     lines = engine.sync()
     _clean(lines)
     assert _info_strings(lines) == ["info string unknown command: x\\x00y\\x1b[31mz\\x0b\\x7f \ufffd"]
+
+
+@pytest.mark.parametrize("command,words", [
+    (b"go perft \xc2\xb2", "go perft depth must be an integer, got '\u00b2'"),
+    (b"go perft 1000000000000000000000000000000", "go perft depth must be between 0 and 20"),
+    (b"bench \xc2\xb2", "bench depth must be an integer, got '\u00b2'"),
+])
+def test_depths_that_are_not_plain_integers(engine, command, words):
+    """Fault: ``go perft`` and ``bench`` took a depth that str.isdigit() accepts but int() does not (the
+    superscript two) and a perft depth of any size: ValueError, or an OverflowError from the compiled perft,
+    reached the loop's last-resort guard (``info string error: ...`` and a traceback on stderr)."""
+    engine.send(b"position startpos\n" + command + b"\n")
+    lines = engine.sync()
+    _clean(lines)
+    strings = _info_strings(lines)
+    assert len(strings) == 1 and strings[0].startswith(f"info string {words}"), lines
+    engine.send(b"go perft 2\n")
+    assert engine.until(b"Nodes searched", prefix=True)[-1] == b"Nodes searched: 400"

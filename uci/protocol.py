@@ -23,6 +23,21 @@ class UciError(Exception):
     """A command that cannot be carried out; its text goes to the GUI as an info string."""
 
 
+PERFT_MAX_DEPTH = 20      # as `quantfish perft`
+
+
+def _int_arg(text, what, lo, hi=None):
+    """``text`` as an integer in lo..hi (no upper bound when hi is None), else UciError."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise UciError(f"{what} must be an integer, got {text!r}") from None
+    if value < lo or (hi is not None and value > hi):
+        raise UciError(f"{what} must be {'at least ' + str(lo) if hi is None else f'between {lo} and {hi}'}, "
+                       f"got {value}")
+    return value
+
+
 class Option:
     def __init__(self, name, kind, default=None, lo=None, hi=None, choices=()):
         self.name, self.kind, self.default, self.lo, self.hi = name, kind, default, lo, hi
@@ -350,7 +365,7 @@ class UciEngine:
     def cmd_bench(self, args):
         self.ensure_ready()
         from engine.bench import run_bench
-        depth = int(args[0]) if args and args[0].isdigit() else None
+        depth = _int_arg(args[0], "bench depth", 1) if args else None
         run_bench(self._searcher, depth, self.send)
 
     def cmd_go(self, args):
@@ -368,13 +383,13 @@ class UciEngine:
         self._start_search(limits)
 
     def _go_perft(self, args):
-        if not args or not args[0].isdigit():
+        if not args:
             raise UciError("go perft needs a depth")
+        depth = _int_arg(args[0], "go perft depth", 0, PERFT_MAX_DEPTH)
         import numpy as np
         from engine.movegen import MAX_MOVES
         from engine.notation import move_to_uci
         from engine.perft_count import perft_divide
-        depth = int(args[0])
         b = self._board
         moves = np.empty(MAX_MOVES, np.int32)
         counts = np.empty(MAX_MOVES, np.int64)
