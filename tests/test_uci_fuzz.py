@@ -83,3 +83,19 @@ def test_depths_that_are_not_plain_integers(engine, command, words):
     assert len(strings) == 1 and strings[0].startswith(f"info string {words}"), lines
     engine.send(b"go perft 2\n")
     assert engine.until(b"Nodes searched", prefix=True)[-1] == b"Nodes searched: 400"
+
+
+def test_bench_during_a_search_is_refused(engine):
+    """Fault: ``bench`` ran while a search was running, both searching with the one searcher: the search
+    answered a move of a bench position (illegal in the game), or the engine died (segmentation fault)."""
+    engine.send(b"position startpos moves e2e4\ngo infinite\nbench 1\n")
+    lines = engine.sync()
+    _clean(lines)
+    assert [s for s in _info_strings(lines) if "NNUE evaluation using" not in s] == [
+        "info string already searching; send stop first"]
+    engine.send(b"stop\n")
+    _legal_bestmove(engine.until(b"bestmove", prefix=True), "e2e4")
+    engine.send(b"bench 1\n")                                  # and after the search it runs
+    lines = engine.until(b"Nodes/second", prefix=True, timeout=60)
+    _clean(lines)
+    assert sum(raw.startswith(b"Position: ") for raw in lines) == 41

@@ -364,6 +364,8 @@ class UciEngine:
 
     def cmd_bench(self, args):
         self.ensure_ready()
+        if self._searching():      # the bench would search with the searcher the search thread is using
+            raise UciError("already searching; send stop first")
         from engine.bench import run_bench
         depth = _int_arg(args[0], "bench depth", 1) if args else None
         run_bench(self._searcher, depth, self.send)
