@@ -1,6 +1,7 @@
 """The UCI loop against what a GUI, a broken GUI or line noise may send (issue 16), through binary pipes into
 the real ``python -m uci.cli``: one test for each fault found by fuzzing, each failing without its fix."""
 import os
+import time
 
 import chess
 import pytest
@@ -99,3 +100,27 @@ def test_bench_during_a_search_is_refused(engine):
     lines = engine.until(b"Nodes/second", prefix=True, timeout=60)
     _clean(lines)
     assert sum(raw.startswith(b"Position: ") for raw in lines) == 41
+
+
+HUGE = str(10**30).encode()
+
+
+@pytest.mark.parametrize("go", [b"go nodes " + HUGE, b"go movetime " + HUGE, b"go wtime " + HUGE + b" btime 1",
+                                b"go wtime 1000 btime 1000 winc " + HUGE, b"go depth " + HUGE + b" mate " + HUGE,
+                                b"go wtime " + HUGE + b" movestogo " + HUGE])
+def test_huge_go_numbers_are_capped(engine, go):
+    """Fault: a number too large for the engine's types reached it: ``go nodes 10**30`` raised OverflowError in
+    the search thread (info string search error, bestmove 0000 from the start position), a huge movetime or
+    clock one in the deadline timer's thread (on stderr; that search then had no deadline). Now go's numbers
+    are capped (times at 2**31 - 1 ms, nodes at 2**62)."""
+    before = engine.stderr
+    engine.send(b"position startpos\n" + go + b"\n")
+    time.sleep(0.3)
+    engine.send(b"stop\n")
+    lines = engine.until(b"bestmove", prefix=True)
+    lines += engine.sync()
+    _clean(lines)
+    assert [s for s in _info_strings(lines) if "NNUE evaluation using" not in s] == []
+    assert sum(raw.startswith(b"bestmove") for raw in lines) == 1
+    _legal_bestmove([raw for raw in lines if raw.startswith(b"bestmove")])
+    assert engine.stderr == before

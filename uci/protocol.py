@@ -24,6 +24,8 @@ class UciError(Exception):
 
 
 PERFT_MAX_DEPTH = 20      # as `quantfish perft`
+GO_VALUE_MAX = 2**31 - 1  # go's numbers are capped here (times in ms: 24 days) ...
+GO_NODES_MAX = 2**62      # ... and nodes here
 
 
 def _int_arg(text, what, lo, hi=None):
@@ -421,7 +423,8 @@ class UciEngine:
                     value = max(value, 0)
                 elif value < 0 or (value == 0 and tok in ("depth", "nodes", "movestogo", "mate")):
                     raise UciError(f"go {tok} must be positive, got {value}")
-                setattr(limits, tok, value)
+                # Larger than any game needs, and small enough for the clock's timer and the int64 node limit.
+                setattr(limits, tok, min(value, GO_NODES_MAX if tok == "nodes" else GO_VALUE_MAX))
                 i += 2
             elif tok == "infinite":
                 limits.infinite = True
