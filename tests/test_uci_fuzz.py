@@ -124,3 +124,20 @@ def test_huge_go_numbers_are_capped(engine, go):
     assert sum(raw.startswith(b"bestmove") for raw in lines) == 1
     _legal_bestmove([raw for raw in lines if raw.startswith(b"bestmove")])
     assert engine.stderr == before
+
+
+def test_fen_counters_beyond_32_bits_are_refused(engine):
+    """Fault: a FEN's halfmove clock or fullmove number beyond int64 raised OverflowError while the position was
+    built (the loop's last-resort guard). Now FEN counters above 2**31 - 1 (Stockfish's int) are a bad FEN;
+    up to that, the position is searched and evaluated."""
+    fen = b"rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - "
+    engine.send(b"position fen " + fen + b"0 " + HUGE + b"\nposition fen " + fen + HUGE + b" 1\n")
+    lines = engine.sync()
+    _clean(lines)
+    assert _info_strings(lines) == ["info string bad FEN, position unchanged: halfmove clock and fullmove number "
+                                    "must be at most 2147483647"] * 2
+    engine.send(b"position fen " + fen + b"2147483647 2147483647\nd\neval\ngo depth 3\n")
+    lines = engine.until(b"bestmove", prefix=True)
+    _clean(lines)
+    assert b"Fen: " + fen + b"2147483647 2147483647" in lines
+    _legal_bestmove(lines)
