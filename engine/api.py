@@ -139,9 +139,10 @@ class Engine:
         with self._lock:
             searcher = self._live()
             clock = Clock.for_limits(limits, pos.side, 0)
+            searcher.arm()             # a deadline that fires before the search has set up is kept
             clock.start(searcher.stop)
             try:
-                best, _, _ = searcher.think(pos, keys, limits, int(multipv), clock, on_info)
+                best, _, _ = searcher.think(pos, keys, limits, int(multipv), clock, on_info, armed=True)
             finally:
                 clock.cancel()
         if not best:                   # no legal move: python-chess's engines report mate 0 or cp 0

@@ -163,10 +163,16 @@ class Searcher:
     def stop(self):
         self.ctl["stop"] = 1
 
+    def arm(self):
+        """Clear the stop flag ahead of ``think(..., armed=True)``, which then keeps it. A caller whose stop can
+        come before ``think`` has set up (the UCI stop command, a deadline timer started first) arms the searcher
+        before that stop can come, so the stop is not cleared by the set-up and lost."""
+        self.ctl["stop"] = 0
+
     def hashfull(self):
         return int(tt_hashfull(self.tt, self.ctl["tt_gen"][0]))
 
-    def _setup(self, board, game_keys):
+    def _setup(self, board, game_keys, clear_stop=True):
         S, ctl = self.S, self.ctl
         S.bbs[0] = board.bb
         S.boards[0] = board.board
@@ -179,7 +185,8 @@ class Searcher:
         ctl["root_index"] = root_index
         S.nn[2][:] = 0         # no accumulator is valid for a new root
         S.small_computed[:] = 0
-        ctl["stop"] = 0
+        if clear_stop:
+            ctl["stop"] = 0
         ctl["nodes"] = 0
         ctl["tt_gen"] = (ctl["tt_gen"] + 1) & 31
         S.killers[:] = 0
@@ -214,10 +221,11 @@ class Searcher:
                 return score, True
             delta += delta // 2 + 10
 
-    def think(self, board, game_keys, limits, multipv=1, clock=None, on_info=None):
-        """Searches ``board`` and returns (best move, ponder move or None, lines of the last iteration)."""
+    def think(self, board, game_keys, limits, multipv=1, clock=None, on_info=None, armed=False):
+        """Searches ``board`` and returns (best move, ponder move or None, lines of the last iteration).
+        ``armed``: the caller called ``arm()`` before starting its clock; a stop since then is kept."""
         start = time.perf_counter()
-        self._setup(board, game_keys)
+        self._setup(board, game_keys, clear_stop=not armed)
         root = self.legal_root_moves(board)
         if limits.searchmoves:
             root = [m for m in root if m in limits.searchmoves] or root

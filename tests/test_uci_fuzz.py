@@ -1,6 +1,7 @@
 """The UCI loop against what a GUI, a broken GUI or line noise may send (issue 16), through binary pipes into
 the real ``python -m uci.cli``: one test for each fault found by fuzzing, each failing without its fix."""
 import os
+import threading
 import time
 
 import chess
@@ -141,3 +142,47 @@ def test_fen_counters_beyond_32_bits_are_refused(engine):
     _clean(lines)
     assert b"Fen: " + fen + b"2147483647 2147483647" in lines
     _legal_bestmove(lines)
+
+
+def _slow_to_set_up(searcher, monkeypatch, delay=0.3):
+    """The search thread as a loaded machine may run it: ``delay`` seconds between the go (or the clock's
+    start) and the search's own set-up."""
+    real = searcher.think
+
+    def think(*args, **kwargs):
+        time.sleep(delay)
+        return real(*args, **kwargs)
+    monkeypatch.setattr(searcher, "think", think)
+
+
+@pytest.mark.parametrize("go", ["go infinite", "go movetime 40", "go ponder"])
+def test_a_stop_before_the_search_sets_up_is_kept(go, monkeypatch):
+    """Fault: the search cleared its stop flag when it set up, so a ``stop`` (or the movetime deadline's timer)
+    that came between ``go`` and that set-up was lost: ``go infinite`` + ``stop`` hung the loop in stop (it
+    waits for the search, which searched on), and ``go movetime`` searched past its time (to the depth limit,
+    minutes). The fuzzer hit it with ``go wtime <huge>`` then ``stop``, the timer's failure slowing the search
+    thread. Now the loop arms the searcher before it starts the thread, and the search keeps a stop since."""
+    from uci.protocol import UciEngine
+    out = []
+    uci = UciEngine(out=out.append)
+    uci.handle("isready")
+    searcher = uci._searcher
+    _slow_to_set_up(searcher, monkeypatch)
+    try:
+        uci.handle("position startpos")
+        uci.handle(go)
+        if go != "go movetime 40":
+            stopper = threading.Thread(target=uci.handle, args=("stop",), daemon=True)
+            stopper.start()
+            stopper.join(timeout=5)
+            assert not stopper.is_alive(), "stop did not return: the search did not stop"
+        deadline = time.monotonic() + 5
+        while not any(line.startswith("bestmove") for line in out) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        bestmoves = [line for line in out if line.startswith("bestmove")]
+        assert len(bestmoves) == 1, out[-5:]
+        assert chess.Move.from_uci(bestmoves[0].split()[1]) in chess.Board().legal_moves
+    finally:
+        while uci._search_thread.is_alive():     # without the fix: end the search that did not stop
+            searcher.stop()
+            uci._search_thread.join(0.05)

@@ -459,6 +459,7 @@ class UciEngine:
         self._search_started = time.perf_counter()
         if self._search_thread is not None:
             self._search_thread.join()
+        self._searcher.arm()       # a stop from now on, even before the search has set up, is kept
         self._search_done = False
         self._search_thread = threading.Thread(target=self._search_main, args=(board, list(self._game_keys), limits),
                                                daemon=True)
@@ -478,7 +479,8 @@ class UciEngine:
         best = ponder = None
         try:
             self._clock.start(searcher.stop)
-            best, ponder, _ = searcher.think(board, keys, limits, self.options["multipv"].value, self._clock, on_info)
+            best, ponder, _ = searcher.think(board, keys, limits, self.options["multipv"].value, self._clock, on_info,
+                                             armed=True)
         except Exception as exc:
             self.info_string(f"search error: {type(exc).__name__}: {exc}")
             print(traceback.format_exc(), file=sys.stderr)
