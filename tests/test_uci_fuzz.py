@@ -186,3 +186,20 @@ def test_a_stop_before_the_search_sets_up_is_kept(go, monkeypatch):
         while uci._search_thread.is_alive():     # without the fix: end the search that did not stop
             searcher.stop()
             uci._search_thread.join(0.05)
+
+
+def test_evalfilesmall_after_an_unusable_evalfile_path(engine):
+    """Fault: after ``setoption name EvalFile value <300 characters>`` (refused; the option keeps its value),
+    ``setoption name EvalFileSmall ...`` probed that path outside the loader's guard: OSError (file name too
+    long) reached the loop's last-resort guard. Now it is refused like any net that does not load."""
+    engine.send(b"setoption name EvalFile value " + b"a" * 300 + b"\nsetoption name EvalFileSmall value x.nnue\n")
+    lines = engine.sync()
+    _clean(lines)
+    strings = _info_strings(lines)
+    assert len(strings) == 2 and all("not loaded, keeping the previous net" in s for s in strings), strings
+    assert "File name too long" in strings[1]
+    engine.send(b"setoption name EvalFile value nn-ad9b42354671.nnue\nsetoption name EvalFileSmall value "
+                b"nn-37f18f62d772.nnue\n")
+    lines = engine.sync()
+    _clean(lines)
+    assert _info_strings(lines)[0].startswith("info string NNUE evaluation using")

@@ -192,8 +192,12 @@ class UciEngine:
         small_value = new if opt.name == "EvalFileSmall" else self.options["evalfilesmall"].value
         opt.value = new
         if opt.name == "EvalFileSmall" and self._net_small is None:
-            main_path = resolve_main_path(None if main_value == DEFAULT_NET else main_value)
-            if main_path.is_file() and Path(self._net.path).resolve() == main_path.resolve():
+            try:
+                main_path = resolve_main_path(None if main_value == DEFAULT_NET else main_value)
+                live = main_path.is_file() and Path(self._net.path).resolve() == main_path.resolve()
+            except (OSError, ValueError):      # EvalFile names no usable path (too long, ...): the load says so
+                live = False
+            if live:
                 self.info_string(f"EvalFileSmall {new!r} ignored: the main net {self._net.path} is a Stockfish "
                                  f"{self._net.arch.generation_name} net, evaluated alone (a small net pairs only "
                                  f"with a Stockfish 17.1 big net)")
