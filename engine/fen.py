@@ -124,6 +124,9 @@ def _parse_castling(field, board, ksq, chess960):
     return rights, rooks
 
 
+FEN_COUNTER_MAX = 2**31 - 1     # as Stockfish's int; the position's int64 fields hold any of them
+
+
 def parse_fen(fen, chess960=False):
     """Board from a FEN (6 fields, or the first 4 of EPD with clocks defaulting to 0 and 1)."""
     if not isinstance(fen, str):
@@ -185,6 +188,8 @@ def parse_fen(fen, chess960=False):
             raise FenError("halfmove clock and fullmove number must be integers") from None
         if rule50 < 0 or fullmove < 0:
             raise FenError("halfmove clock and fullmove number must not be negative")
+        if max(rule50, fullmove) > FEN_COUNTER_MAX:
+            raise FenError(f"halfmove clock and fullmove number must be at most {FEN_COUNTER_MAX}")
         fullmove = max(fullmove, 1)
     else:
         rule50, fullmove = 0, 1

@@ -255,3 +255,30 @@ def test_closed_engine_refuses(nnue_net):
     e.close()
     with pytest.raises(RuntimeError, match="closed"):
         e.evaluate(chess.STARTING_FEN)
+
+
+def test_a_deadline_before_the_search_sets_up_is_kept(quantfish, monkeypatch):
+    """The clock's deadline timer starts before the search sets up: a deadline that fires in between (a short
+    time limit on a loaded machine) stopped nothing, because the set-up cleared the stop flag, and the search
+    then ran to its depth limit. The searcher is armed before the timer starts, and keeps the stop."""
+    import threading
+    import time
+    searcher = quantfish._live()
+    real = searcher.think
+
+    def slow_think(*args, **kwargs):
+        time.sleep(0.3)
+        return real(*args, **kwargs)
+    monkeypatch.setattr(searcher, "think", slow_think)
+    result = []
+    limit = chess.engine.Limit(time=0.05)
+    player = threading.Thread(target=lambda: result.append(quantfish.play(chess.Board(), limit)), daemon=True)
+    player.start()
+    player.join(timeout=5)
+    try:
+        assert not player.is_alive(), "the search did not stop at its deadline"
+        assert result[0] in chess.Board().legal_moves
+    finally:
+        while player.is_alive():                 # without the fix: end the search that did not stop
+            searcher.stop()
+            player.join(0.05)
