@@ -1,4 +1,4 @@
-"""How long to think: a soft target checked between iterations and a hard deadline timer.
+"""How long to think: a soft target checked between iterations and a hard deadline the search checks itself.
 
 The allocation, in milliseconds, for ``go wtime/btime [winc/binc] [movestogo]``:
 
