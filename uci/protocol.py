@@ -5,6 +5,7 @@ engine (Numba code, the net) is loaded in the background and is ready before ``r
 Every command is handled inside a guard: a bad command gets one ``info string`` line and the
 previous state stays as it was.
 """
+import io
 import os
 import sys
 import threading
@@ -20,6 +21,23 @@ ENGINE_AUTHOR = "the Quantfish developers"
 
 class UciError(Exception):
     """A command that cannot be carried out; its text goes to the GUI as an info string."""
+
+
+PERFT_MAX_DEPTH = 20      # as `quantfish perft`
+GO_VALUE_MAX = 2**31 - 1  # go's numbers are capped here (times in ms: 24 days) ...
+GO_NODES_MAX = 2**62      # ... and nodes here
+
+
+def _int_arg(text, what, lo, hi=None):
+    """``text`` as an integer in lo..hi (no upper bound when hi is None), else UciError."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise UciError(f"{what} must be an integer, got {text!r}") from None
+    if value < lo or (hi is not None and value > hi):
+        raise UciError(f"{what} must be {'at least ' + str(lo) if hi is None else f'between {lo} and {hi}'}, "
+                       f"got {value}")
+    return value
 
 
 class Option:
@@ -128,7 +146,9 @@ class UciEngine:
             self._out(line)
 
     def info_string(self, text):
-        self.send(f"info string {text}")
+        # The text may echo the GUI's input: control characters (NUL, escape sequences, line breaks) are written
+        # escaped (\\x00), so that each info string is one printable line.
+        self.send("info string " + "".join(c if c.isprintable() else repr(c)[1:-1] for c in text))
 
     # -- start-up -----------------------------------------------------------------------------
 
@@ -180,8 +200,12 @@ class UciEngine:
         small_value = new if opt.name == "EvalFileSmall" else self.options["evalfilesmall"].value
         opt.value = new
         if opt.name == "EvalFileSmall" and self._net_small is None:
-            main_path = resolve_main_path(None if main_value == DEFAULT_NET else main_value)
-            if main_path.is_file() and Path(self._net.path).resolve() == main_path.resolve():
+            try:
+                main_path = resolve_main_path(None if main_value == DEFAULT_NET else main_value)
+                live = main_path.is_file() and Path(self._net.path).resolve() == main_path.resolve()
+            except (OSError, ValueError):      # EvalFile names no usable path (too long, ...): the load says so
+                live = False
+            if live:
                 self.info_string(f"EvalFileSmall {new!r} ignored: the main net {self._net.path} is a Stockfish "
                                  f"{self._net.arch.generation_name} net, evaluated alone (a small net pairs only "
                                  f"with a Stockfish 17.1 big net)")
@@ -371,8 +395,10 @@ class UciEngine:
 
     def cmd_bench(self, args):
         self.ensure_ready()
+        if self._searching():      # the bench would search with the searcher the search thread is using
+            raise UciError("already searching; send stop first")
         from engine.bench import run_bench
-        depth = int(args[0]) if args and args[0].isdigit() else None
+        depth = _int_arg(args[0], "bench depth", 1) if args else None
         run_bench(self._searcher, depth, self.send)
 
     def cmd_go(self, args):
@@ -390,13 +416,13 @@ class UciEngine:
         self._start_search(limits)
 
     def _go_perft(self, args):
-        if not args or not args[0].isdigit():
+        if not args:
             raise UciError("go perft needs a depth")
+        depth = _int_arg(args[0], "go perft depth", 0, PERFT_MAX_DEPTH)
         import numpy as np
         from engine.movegen import MAX_MOVES
         from engine.notation import move_to_uci
         from engine.perft_count import perft_divide
-        depth = int(args[0])
         b = self._board
         moves = np.empty(MAX_MOVES, np.int32)
         counts = np.empty(MAX_MOVES, np.int64)
@@ -426,7 +452,8 @@ class UciEngine:
                     value = max(value, 0)
                 elif value < 0 or (value == 0 and tok in ("depth", "nodes", "movestogo", "mate")):
                     raise UciError(f"go {tok} must be positive, got {value}")
-                setattr(limits, tok, value)
+                # Larger than any game needs, and small enough for the clock's timer and the int64 node limit.
+                setattr(limits, tok, min(value, GO_NODES_MAX if tok == "nodes" else GO_VALUE_MAX))
                 i += 2
             elif tok == "infinite":
                 limits.infinite = True
@@ -547,9 +574,18 @@ class UciEngine:
         self._ponder_release.set()
 
 
+def _stdin_lines():
+    """stdin's lines decoded as UTF-8 whatever the locale, an undecodable byte replaced by U+FFFD (so that a
+    stray byte from the GUI gets an info string instead of ending the loop); line ends as before (\\n, \\r\\n
+    or \\r). stdout is written as UTF-8 too, so that an echoed character never fails to encode."""
+    if hasattr(sys.stdout, "reconfigure"):
+        sys.stdout.reconfigure(encoding="utf-8", errors="replace")
+    return io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")
+
+
 def run_uci(stream=None, net=None, net_small=None):
     engine = UciEngine(net=net, net_small=net_small)
-    stream = stream or sys.stdin
+    stream = stream or _stdin_lines()
     for line in stream:
         if not engine.handle(line):
             break
