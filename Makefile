@@ -53,8 +53,8 @@ test: $(PY)
 bench: $(PY)
 	$(PY) -m engine.tools.bench_all
 
-# On demand, not part of make test: about 2,000 games against itself and the installed engines at bullet and
-# blitz (tests/soak.py, about 1.5 hours on 2 cores); counts crashes, illegal moves, time losses and hangs.
+# On demand, not part of make test: 2,040 games against itself and the installed engines at bullet and
+# blitz (tests/soak.py, about an hour on 2 cores); counts crashes, illegal moves, time losses and hangs.
 # SOAK_ARGS="--scale 0.1" for a short run; the games are appended to build/soak/games.jsonl.
 SOAK_ARGS ?=
 soak: $(PY)

@@ -50,15 +50,17 @@ OPPONENTS = {
     "stockfish": (["/usr/games/stockfish"], {"Threads": "1"}),
 }
 
-# The default plan: (time control, opponent, games, games at once, extras). About 2,000 games in all; on two
-# cores it takes roughly an hour and a half.
+# The default plan: (time control, opponent, games, games at once, extras). 2,040 games in all; on two cores
+# it takes about an hour.
 DEFAULT_PLAN = [
     dict(tc="1+0", opponent="self", games=300, concurrency=2),
     dict(tc="1+0", opponent="self", games=200, concurrency=4),
     dict(tc="1+0", opponent="self", games=100, concurrency=4, ponder=True),
     dict(tc="2+0", opponent="self", games=150, concurrency=4, multipv=3),
     dict(tc="2+0", opponent="glaurung", games=100, concurrency=2),
+    dict(tc="1+0", opponent="glaurung", games=100, concurrency=3),
     dict(tc="5+0", opponent="self", games=80, concurrency=3, chess960=True),
+    dict(tc="5+0", opponent="self", games=60, concurrency=2, ponder=True),
     dict(tc="1+0.01", opponent="self", games=300, concurrency=4, shuffle=True),
     dict(tc="1+0.01", opponent="toga2", games=100, concurrency=2),
     dict(tc="1+0.01", opponent="ethereal", games=100, concurrency=2, ponder=True),
