@@ -21,8 +21,11 @@ from it).
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 import struct
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
@@ -180,8 +183,25 @@ class _Reader:
             raise NetFileError(f"{self.path}: {what} mismatch: expected 0x{expected:08X}, found 0x{found:08X}")
 
 
+# Stockfish and Quantfish name a net by its content: ``nn-`` or ``qf-`` and the first 12 hex digits of the file's
+# sha256 (nets/README.md). Stockfish's format has no checksum, so a flipped bit among the weights is otherwise
+# invisible; a file named so must match its name.
+HASH_NAME = re.compile(r"(nn|qf)-([0-9a-f]{12})\.nnue")
+
+
+def claimed_sha256_prefix(path):
+    """The sha256 prefix that the file's name states (the name after following symbolic links, so a link
+    under a net's name to a file of another name claims nothing), or None."""
+    match = HASH_NAME.fullmatch(os.path.basename(os.path.realpath(path)))
+    return match.group(2) if match else None
+
+
 def load_net(path) -> Net:
-    """Read and validate a ``.nnue`` file; raise ``NetFileError`` with a clear message on any problem."""
+    """Read and validate a ``.nnue`` file; raise ``NetFileError`` with a clear message on any problem.
+
+    A file whose name has the form ``nn-<12 hex>.nnue`` or ``qf-<12 hex>.nnue`` must also have a sha256 that
+    begins with those digits. The hash is computed from the bytes already read, in a thread beside the parse
+    (hashlib releases the GIL), so with a core to spare it costs no time."""
     path = os.fspath(path)
     if not os.path.exists(path):
         raise NetFileError(f"net file not found: {path}")
@@ -191,6 +211,23 @@ def load_net(path) -> Net:
         data = Path(path).read_bytes()
     except OSError as exc:
         raise NetFileError(f"cannot read net file {path}: {exc.strerror or exc}") from None
+    claimed = claimed_sha256_prefix(path)
+    if claimed is None:
+        return _parse(data, path)
+    digest = []
+    hasher = threading.Thread(target=lambda: digest.append(hashlib.sha256(data).hexdigest()), daemon=True)
+    hasher.start()
+    try:
+        net = _parse(data, path)
+    finally:
+        hasher.join()
+    if digest[0][:12] != claimed:
+        raise NetFileError(f"{path} is corrupt: its sha256 begins {digest[0][:12]}, but its name says {claimed} "
+                           f"(a net named nn-/qf-<12 hex digits> is named by its sha256)")
+    return net
+
+
+def _parse(data: bytes, path: str) -> Net:
     r = _Reader(data, path)
 
     version = r.u32("version")

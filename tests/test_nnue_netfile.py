@@ -157,6 +157,40 @@ def test_messages_are_distinct(net_bytes_15, tmp_path):
     assert len(msgs) == len(cases) + 1
 
 
+# A weight of Stockfish 15.1's net (FT weights start at offset 91 + 2048; any byte there is some weight).
+WEIGHT_OFFSET = 1_000_000
+
+
+def test_a_flipped_weight_loads_unless_the_name_is_a_hash(net_bytes_15, tmp_path):
+    """Stockfish's format has no checksum: a flipped weight bit loads. Nets are named by their sha256
+    (nn-/qf- and its first 12 hex digits), so a file named so is checked against its name."""
+    flipped = _flip(net_bytes_15, WEIGHT_OFFSET, 3)
+    load_net(_write(tmp_path, flipped, "mynet.nnue"))
+    with pytest.raises(NetFileError, match=r"nn-ad9b42354671.nnue is corrupt: its sha256 begins [0-9a-f]{12}, "
+                                           r"but its name says ad9b42354671"):
+        load_net(_write(tmp_path, flipped, "nn-ad9b42354671.nnue"))
+    with pytest.raises(NetFileError, match=r"is corrupt: its sha256 begins ad9b42354671, but its name says "
+                                           r"ad9b42354670"):
+        load_net(_write(tmp_path, net_bytes_15, "nn-ad9b42354670.nnue"))
+    with pytest.raises(NetFileError, match=r"but its name says 000000000000"):
+        load_net(_write(tmp_path, net_bytes_15, "qf-000000000000.nnue"))
+    assert load_net(_write(tmp_path, net_bytes_15, "nn-ad9b42354671.nnue")).arch.l1 == 1024
+    for name in ("nn-ad9b42354670.nnue.bak", "nn-AD9B42354670.nnue", "xnn-ad9b42354670.nnue", "nn-ad9b4235467.nnue"):
+        load_net(_write(tmp_path, net_bytes_15, name))            # not the pattern: no claim
+
+
+def test_a_link_claims_the_name_of_its_target(net_bytes_15, tmp_path):
+    """A symbolic link under a net's name to a file of another name (as the 17.1 tests name the synthetic nets)
+    claims nothing; a link to a hash-named file is checked by the target's name."""
+    target = _write(tmp_path, net_bytes_15, "anything.nnue")
+    (tmp_path / "nn-000000000000.nnue").symlink_to(target)
+    load_net(tmp_path / "nn-000000000000.nnue")
+    bad = _write(tmp_path, _flip(net_bytes_15, WEIGHT_OFFSET), "nn-ad9b42354671.nnue")
+    (tmp_path / "plain.nnue").symlink_to(bad)
+    with pytest.raises(NetFileError, match="is corrupt"):
+        load_net(tmp_path / "plain.nnue")
+
+
 def test_leb128_codec():
     vals = np.array([0, 1, -1, 63, -64, 64, -65, 8191, -8192, 8192, -32768, 32767], np.int64)
     out = np.zeros(64, np.uint8)
