@@ -69,6 +69,10 @@ P_GENERATION = 0     # architecture.GEN_* (which evaluation formulas apply)
 P_FT_SHIFT = 1       # 1: FT doubled at load (clamp 0..254, >> 9), 0: clamp 0..127, >> 7
 
 
+# The version word of the Quantfish net format (nnue.quant.qformat), recognised here to refuse it by name.
+QF_VERSION = 0x51460001
+
+
 class NetFileError(ValueError):
     """The file is missing, truncated, corrupt, or not a net this engine understands."""
 
@@ -231,6 +235,10 @@ def _parse(data: bytes, path: str) -> Net:
     r = _Reader(data, path)
 
     version = r.u32("version")
+    if version == QF_VERSION:
+        raise NetFileError(f"{path}: a Quantfish-format net (version 0x{QF_VERSION:08X}: Stockfish's layout with a "
+                           f"quantisation scheme section, written by quantfish quantize), which the engine cannot "
+                           f"evaluate yet; quantfish quantize --scheme sf writes a .nnue that it can")
     if version != VERSION:
         raise NetFileError(f"{path}: bad version: expected 0x{VERSION:08X}, found 0x{version:08X} "
                            f"(not a HalfKAv2_hm .nnue net of Stockfish 15.1-17.1)")
