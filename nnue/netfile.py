@@ -272,6 +272,15 @@ def _parse(data: bytes, path: str) -> Net:
                                f"found {len(data) - expected} extra bytes")
 
     r.check_hash(arch.ft_hash, "feature transformer hash")
+    if compressed and not sniffed and len(data) >= r.pos + len(LEB128_MAGIC):
+        # No LEB128 magic, and not the exact size of a raw net of this width: say both, since a raw net with
+        # bytes added or cut (Quantfish's own nets are raw) is as likely as a Stockfish 16+ net's damaged magic.
+        raw = arch.raw_file_size(desc_len)
+        diff = len(data) - raw
+        raise NetFileError(f"{path}: wrong LEB128 magic before {arch.ft_tensors[0].what} at offset {r.pos}: "
+                           f"expected {LEB128_MAGIC!r}, found {data[r.pos:r.pos + len(LEB128_MAGIC)]!r}; nor is it "
+                           f"a raw net of L1 = {arch.l1}, which has {raw} bytes: this file has {len(data)} "
+                           f"({abs(diff)} {'too many' if diff > 0 else 'too few'})")
     read_ft = r.leb128 if compressed else r.array
     tensors = {t.field: read_ft(t.dtype, t.shape, t.what) for t in arch.ft_tensors}
 

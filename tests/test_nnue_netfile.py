@@ -1,5 +1,6 @@
 """The net reader refuses every kind of broken file with its own message; the writer round-trips bytes."""
 
+import re
 import struct
 
 import numpy as np
@@ -117,6 +118,19 @@ def test_truncated(net_bytes_15, tmp_path):
         load_net(_write(tmp_path, net_bytes_15[:2]))
     with pytest.raises(NetFileError, match="truncated file: description needs 75 bytes"):
         load_net(_write(tmp_path, net_bytes_15[:40]))
+
+
+def test_a_raw_net_of_another_width_with_bytes_added_or_cut(tmp_path):
+    """Quantfish's own net (raw layout, L1 = 256) with a byte added or cut is not its raw size, so the reader
+    looks for a Stockfish 16+ net's LEB128 magic; the message says both, with the raw size and the difference
+    (it said only "wrong LEB128 magic", for a file that had just one byte too many)."""
+    from nnue.netpath import OWN_NET_NAME, default_nets_dir
+    own = (default_nets_dir() / OWN_NET_NAME).read_bytes()
+    for data, words in ((own + b"\0", "12298631 (1 too many)"), (own[:-1000], "12297630 (1000 too few)")):
+        with pytest.raises(NetFileError, match=rf"wrong LEB128 magic before FT biases at offset 70: expected "
+                                               rf"b'COMPRESSED_LEB128', found .*; nor is it a raw net of L1 = 256, "
+                                               rf"which has 12298630 bytes: this file has {re.escape(words)}"):
+            load_net(_write(tmp_path, data))
 
 
 def test_trailing_bytes(net_bytes_15, tmp_path):
