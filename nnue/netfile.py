@@ -221,10 +221,8 @@ def load_net(path) -> Net:
     digest = []
     hasher = threading.Thread(target=lambda: digest.append(hashlib.sha256(data).hexdigest()), daemon=True)
     hasher.start()
-    try:
-        net = _parse(data, path)
-    finally:
-        hasher.join()
+    net = _parse(data, path)       # a refusal does not wait for the hash (the thread ends by itself)
+    hasher.join()
     if digest[0][:12] != claimed:
         raise NetFileError(f"{path} is corrupt: its sha256 begins {digest[0][:12]}, but its name says {claimed} "
                            f"(a net named nn-/qf-<12 hex digits> is named by its sha256)")
