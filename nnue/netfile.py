@@ -21,8 +21,11 @@ from it).
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 import struct
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
@@ -64,6 +67,10 @@ NET_ARRAYS_SPEC = NetArrays(
 # Entries of the int32 array ``NetArrays.params``.
 P_GENERATION = 0     # architecture.GEN_* (which evaluation formulas apply)
 P_FT_SHIFT = 1       # 1: FT doubled at load (clamp 0..254, >> 9), 0: clamp 0..127, >> 7
+
+
+# The version word of the Quantfish net format (nnue.quant.qformat), recognised here to refuse it by name.
+QF_VERSION = 0x51460001
 
 
 class NetFileError(ValueError):
@@ -180,8 +187,25 @@ class _Reader:
             raise NetFileError(f"{self.path}: {what} mismatch: expected 0x{expected:08X}, found 0x{found:08X}")
 
 
+# Stockfish and Quantfish name a net by its content: ``nn-`` or ``qf-`` and the first 12 hex digits of the file's
+# sha256 (nets/README.md). Stockfish's format has no checksum, so a flipped bit among the weights is otherwise
+# invisible; a file named so must match its name.
+HASH_NAME = re.compile(r"(nn|qf)-([0-9a-f]{12})\.nnue")
+
+
+def claimed_sha256_prefix(path):
+    """The sha256 prefix that the file's name states (the name after following symbolic links, so a link
+    under a net's name to a file of another name claims nothing), or None."""
+    match = HASH_NAME.fullmatch(os.path.basename(os.path.realpath(path)))
+    return match.group(2) if match else None
+
+
 def load_net(path) -> Net:
-    """Read and validate a ``.nnue`` file; raise ``NetFileError`` with a clear message on any problem."""
+    """Read and validate a ``.nnue`` file; raise ``NetFileError`` with a clear message on any problem.
+
+    A file whose name has the form ``nn-<12 hex>.nnue`` or ``qf-<12 hex>.nnue`` must also have a sha256 that
+    begins with those digits. The hash is computed from the bytes already read, in a thread beside the parse
+    (hashlib releases the GIL), so with a core to spare it costs no time."""
     path = os.fspath(path)
     if not os.path.exists(path):
         raise NetFileError(f"net file not found: {path}")
@@ -191,9 +215,28 @@ def load_net(path) -> Net:
         data = Path(path).read_bytes()
     except OSError as exc:
         raise NetFileError(f"cannot read net file {path}: {exc.strerror or exc}") from None
+    claimed = claimed_sha256_prefix(path)
+    if claimed is None:
+        return _parse(data, path)
+    digest = []
+    hasher = threading.Thread(target=lambda: digest.append(hashlib.sha256(data).hexdigest()), daemon=True)
+    hasher.start()
+    net = _parse(data, path)       # a refusal does not wait for the hash (the thread ends by itself)
+    hasher.join()
+    if digest[0][:12] != claimed:
+        raise NetFileError(f"{path} is corrupt: its sha256 begins {digest[0][:12]}, but its name says {claimed} "
+                           f"(a net named nn-/qf-<12 hex digits> is named by its sha256)")
+    return net
+
+
+def _parse(data: bytes, path: str) -> Net:
     r = _Reader(data, path)
 
     version = r.u32("version")
+    if version == QF_VERSION:
+        raise NetFileError(f"{path}: a Quantfish-format net (version 0x{QF_VERSION:08X}: Stockfish's layout with a "
+                           f"quantisation scheme section, written by quantfish quantize), which the engine cannot "
+                           f"evaluate yet; quantfish quantize --scheme sf writes a .nnue that it can")
     if version != VERSION:
         raise NetFileError(f"{path}: bad version: expected 0x{VERSION:08X}, found 0x{version:08X} "
                            f"(not a HalfKAv2_hm .nnue net of Stockfish 15.1-17.1)")
@@ -227,6 +270,15 @@ def load_net(path) -> Net:
                                f"found {len(data) - expected} extra bytes")
 
     r.check_hash(arch.ft_hash, "feature transformer hash")
+    if compressed and not sniffed and len(data) >= r.pos + len(LEB128_MAGIC):
+        # No LEB128 magic, and not the exact size of a raw net of this width: say both, since a raw net with
+        # bytes added or cut (Quantfish's own nets are raw) is as likely as a Stockfish 16+ net's damaged magic.
+        raw = arch.raw_file_size(desc_len)
+        diff = len(data) - raw
+        raise NetFileError(f"{path}: wrong LEB128 magic before {arch.ft_tensors[0].what} at offset {r.pos}: "
+                           f"expected {LEB128_MAGIC!r}, found {data[r.pos:r.pos + len(LEB128_MAGIC)]!r}; nor is it "
+                           f"a raw net of L1 = {arch.l1}, which has {raw} bytes: this file has {len(data)} "
+                           f"({abs(diff)} {'too many' if diff > 0 else 'too few'})")
     read_ft = r.leb128 if compressed else r.array
     tensors = {t.field: read_ft(t.dtype, t.shape, t.what) for t in arch.ft_tensors}
 

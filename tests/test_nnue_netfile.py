@@ -1,5 +1,6 @@
 """The net reader refuses every kind of broken file with its own message; the writer round-trips bytes."""
 
+import re
 import struct
 
 import numpy as np
@@ -119,6 +120,19 @@ def test_truncated(net_bytes_15, tmp_path):
         load_net(_write(tmp_path, net_bytes_15[:40]))
 
 
+def test_a_raw_net_of_another_width_with_bytes_added_or_cut(tmp_path):
+    """Quantfish's own net (raw layout, L1 = 256) with a byte added or cut is not its raw size, so the reader
+    looks for a Stockfish 16+ net's LEB128 magic; the message says both, with the raw size and the difference
+    (it said only "wrong LEB128 magic", for a file that had just one byte too many)."""
+    from nnue.netpath import OWN_NET_NAME, default_nets_dir
+    own = (default_nets_dir() / OWN_NET_NAME).read_bytes()
+    for data, words in ((own + b"\0", "12298631 (1 too many)"), (own[:-1000], "12297630 (1000 too few)")):
+        with pytest.raises(NetFileError, match=rf"wrong LEB128 magic before FT biases at offset 70: expected "
+                                               rf"b'COMPRESSED_LEB128', found .*; nor is it a raw net of L1 = 256, "
+                                               rf"which has 12298630 bytes: this file has {re.escape(words)}"):
+            load_net(_write(tmp_path, data))
+
+
 def test_trailing_bytes(net_bytes_15, tmp_path):
     with pytest.raises(NetFileError, match=r"trailing bytes: expected end of file at offset 47001499, found 3 extra"):
         load_net(_write(tmp_path, net_bytes_15 + b"\0\0\0"))
@@ -155,6 +169,40 @@ def test_messages_are_distinct(net_bytes_15, tmp_path):
         msgs.add(str(exc.value).split(": ", 1)[1].split(":")[0])
     msgs.add("not found")
     assert len(msgs) == len(cases) + 1
+
+
+# A weight of Stockfish 15.1's net (FT weights start at offset 91 + 2048; any byte there is some weight).
+WEIGHT_OFFSET = 1_000_000
+
+
+def test_a_flipped_weight_loads_unless_the_name_is_a_hash(net_bytes_15, tmp_path):
+    """Stockfish's format has no checksum: a flipped weight bit loads. Nets are named by their sha256
+    (nn-/qf- and its first 12 hex digits), so a file named so is checked against its name."""
+    flipped = _flip(net_bytes_15, WEIGHT_OFFSET, 3)
+    load_net(_write(tmp_path, flipped, "mynet.nnue"))
+    with pytest.raises(NetFileError, match=r"nn-ad9b42354671.nnue is corrupt: its sha256 begins [0-9a-f]{12}, "
+                                           r"but its name says ad9b42354671"):
+        load_net(_write(tmp_path, flipped, "nn-ad9b42354671.nnue"))
+    with pytest.raises(NetFileError, match=r"is corrupt: its sha256 begins ad9b42354671, but its name says "
+                                           r"ad9b42354670"):
+        load_net(_write(tmp_path, net_bytes_15, "nn-ad9b42354670.nnue"))
+    with pytest.raises(NetFileError, match=r"but its name says 000000000000"):
+        load_net(_write(tmp_path, net_bytes_15, "qf-000000000000.nnue"))
+    assert load_net(_write(tmp_path, net_bytes_15, "nn-ad9b42354671.nnue")).arch.l1 == 1024
+    for name in ("nn-ad9b42354670.nnue.bak", "nn-AD9B42354670.nnue", "xnn-ad9b42354670.nnue", "nn-ad9b4235467.nnue"):
+        load_net(_write(tmp_path, net_bytes_15, name))            # not the pattern: no claim
+
+
+def test_a_link_claims_the_name_of_its_target(net_bytes_15, tmp_path):
+    """A symbolic link under a net's name to a file of another name (as the 17.1 tests name the synthetic nets)
+    claims nothing; a link to a hash-named file is checked by the target's name."""
+    target = _write(tmp_path, net_bytes_15, "anything.nnue")
+    (tmp_path / "nn-000000000000.nnue").symlink_to(target)
+    load_net(tmp_path / "nn-000000000000.nnue")
+    bad = _write(tmp_path, _flip(net_bytes_15, WEIGHT_OFFSET), "nn-ad9b42354671.nnue")
+    (tmp_path / "plain.nnue").symlink_to(bad)
+    with pytest.raises(NetFileError, match="is corrupt"):
+        load_net(tmp_path / "plain.nnue")
 
 
 def test_leb128_codec():

@@ -5,7 +5,7 @@ A scheme other than Stockfish's fixed one has scales, multipliers, shifts, clamp
 so the same readers' logic applies, and appends what is missing:
 
     u32  version = QF_VERSION (0x51460001, "QF" format 1; Stockfish's is 0x7AF32F20, so Stockfish refuses the
-         file, and so does the engine's current reader: "bad version ... found 0x51460001")
+         file, and so does the engine's current reader, naming the format: nnue.netfile.QF_VERSION)
     u32  header hash, u32 description length, description     (as Stockfish: hash of the architecture)
     u32  FT hash, FT biases int16[L1], FT weights int16[22528][L1], PSQT int32[22528][8]
     8 x (u32 network hash, fc_0 biases int32[16], weights int8[16][L1], fc_1 int32[32] + int8[32][32],
@@ -31,11 +31,10 @@ from pathlib import Path
 import numpy as np
 
 from nnue.architecture import Architecture, architecture_from_header_hash
-from nnue.netfile import Net, NetFileError, net_bytes
+from nnue.netfile import QF_VERSION, Net, NetFileError, net_bytes
 from nnue.quant.build import QuantNet
 from nnue.quant.scheme import Scheme
 
-QF_VERSION = 0x51460001
 SECTION_MAGIC = b"QFSCHEME"
 
 
