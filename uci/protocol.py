@@ -24,6 +24,7 @@ class UciError(Exception):
 
 
 PERFT_MAX_DEPTH = 20      # as `quantfish perft`
+BENCH_MAX_DEPTH = 60      # as `quantfish bench --depth`: the bench runs in the loop's thread, which stop cannot end
 GO_VALUE_MAX = 2**31 - 1  # go's numbers are capped here (times in ms: 24 days) ...
 GO_NODES_MAX = 2**62      # ... and nodes here
 
@@ -398,7 +399,7 @@ class UciEngine:
         if self._searching():      # the bench would search with the searcher the search thread is using
             raise UciError("already searching; send stop first")
         from engine.bench import run_bench
-        depth = _int_arg(args[0], "bench depth", 1) if args else None
+        depth = _int_arg(args[0], "bench depth", 1, BENCH_MAX_DEPTH) if args else None
         run_bench(self._searcher, depth, self.send)
 
     def cmd_go(self, args):
