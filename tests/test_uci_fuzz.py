@@ -73,11 +73,14 @@ def test_control_characters_are_not_echoed(engine):
     (b"go perft \xc2\xb2", "go perft depth must be an integer, got '\u00b2'"),
     (b"go perft 1000000000000000000000000000000", "go perft depth must be between 0 and 20"),
     (b"bench \xc2\xb2", "bench depth must be an integer, got '\u00b2'"),
+    (b"bench 9223372036854775808", "bench depth must be between 1 and 60"),
 ])
 def test_depths_that_are_not_plain_integers(engine, command, words):
     """Fault: ``go perft`` and ``bench`` took a depth that str.isdigit() accepts but int() does not (the
     superscript two) and a perft depth of any size: ValueError, or an OverflowError from the compiled perft,
-    reached the loop's last-resort guard (``info string error: ...`` and a traceback on stderr)."""
+    reached the loop's last-resort guard (``info string error: ...`` and a traceback on stderr). A bench of any
+    depth (found by the generated fuzz) searched to the search's depth limit in the loop's own thread, where no
+    stop can reach it: the loop was blocked for hours. Its depth is now 1..60, as ``quantfish bench``'s."""
     engine.send(b"position startpos\n" + command + b"\n")
     lines = engine.sync()
     _clean(lines)
@@ -161,7 +164,7 @@ def test_a_stop_before_the_search_sets_up_is_kept(go, monkeypatch):
     that came between ``go`` and that set-up was lost: ``go infinite`` + ``stop`` hung the loop in stop (it
     waits for the search, which searched on), and ``go movetime`` searched past its time (to the depth limit,
     minutes). The fuzzer hit it with ``go wtime <huge>`` then ``stop``, the timer's failure slowing the search
-    thread. Now the loop arms the searcher before it starts the thread, and the search keeps a stop since."""
+    thread. Now the loop clears the stop flag when it queues the search, and the search keeps a stop since."""
     from uci.protocol import UciEngine
     out = []
     uci = UciEngine(out=out.append)
@@ -183,9 +186,9 @@ def test_a_stop_before_the_search_sets_up_is_kept(go, monkeypatch):
         assert len(bestmoves) == 1, out[-5:]
         assert chess.Move.from_uci(bestmoves[0].split()[1]) in chess.Board().legal_moves
     finally:
-        while uci._search_thread.is_alive():     # without the fix: end the search that did not stop
+        while not uci._idle.wait(0.05):          # without the fix: end the search that did not stop
             searcher.stop()
-            uci._search_thread.join(0.05)
+            uci._ponder_release.set()
 
 
 def test_evalfilesmall_after_an_unusable_evalfile_path(engine):
