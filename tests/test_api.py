@@ -258,9 +258,9 @@ def test_closed_engine_refuses(nnue_net):
 
 
 def test_a_deadline_before_the_search_sets_up_is_kept(quantfish, monkeypatch):
-    """The clock's deadline timer starts before the search sets up: a deadline that fires in between (a short
-    time limit on a loaded machine) stopped nothing, because the set-up cleared the stop flag, and the search
-    then ran to its depth limit. The searcher is armed before the timer starts, and keeps the stop."""
+    """The clock starts before the search sets up: a deadline that passed in between (a short time limit on a
+    loaded machine) once stopped nothing, and the search ran to its depth limit. The deadline is absolute (from
+    when the clock was made) and the search checks it itself, so a late set-up still stops at once."""
     import threading
     import time
     searcher = quantfish._live()
