@@ -1,9 +1,11 @@
 """``quantfish bench``: the search benchmark from the command line."""
 import click
 
+from uci.limits import BENCH_MAX_DEPTH
+
 
 @click.command("bench")
-@click.option("--depth", type=click.IntRange(1, 60), default=None, help="Search depth per position.")
+@click.option("--depth", type=click.IntRange(1, BENCH_MAX_DEPTH), default=None, help="Search depth per position.")
 @click.option("--hash", "hash_mb", type=click.IntRange(1, 16384), default=16, help="Hash size in MB.")
 @click.option("--net", "net_path", default=None, help="Path of the .nnue file (default: nets/).")
 @click.option("--net-small", "small_path", default=None,

@@ -10,6 +10,8 @@ import sys
 
 import click
 
+from uci.limits import PERFT_MAX_DEPTH
+
 # name -> (module, attribute) of the subcommands that live in their own modules
 LAZY_COMMANDS = {
     "bench": ("uci.bench_command", "bench_command"),
@@ -54,7 +56,7 @@ def main(ctx, net_path, small_path):
 
 
 @main.command()
-@click.argument("depth", type=click.IntRange(0, 20), required=False)
+@click.argument("depth", type=click.IntRange(0, PERFT_MAX_DEPTH), required=False)
 @click.option("--fen", default=None, help="Position to count from (default: the starting position).")
 @click.option("--divide", is_flag=True, help="Also print the count below each legal move.")
 @click.option("--chess960", is_flag=True, help="Chess960 castling notation for --divide.")

@@ -12,6 +12,7 @@ import threading
 import time
 import traceback
 
+from uci.limits import BENCH_MAX_DEPTH, PERFT_MAX_DEPTH
 from nnue.netpath import DEFAULT_NET_NAME as DEFAULT_NET
 from nnue.netpath import SMALL_NET_NAME as DEFAULT_NET_SMALL
 
@@ -23,8 +24,6 @@ class UciError(Exception):
     """A command that cannot be carried out; its text goes to the GUI as an info string."""
 
 
-PERFT_MAX_DEPTH = 20      # as `quantfish perft`
-BENCH_MAX_DEPTH = 60      # as `quantfish bench --depth`: the bench runs in the loop's thread, which stop cannot end
 GO_VALUE_MAX = 2**31 - 1  # go's numbers are capped here (times in ms: 24 days) ...
 GO_NODES_MAX = 2**62      # ... and nodes here
 
