@@ -27,7 +27,7 @@ from engine.state import MAX_PLY
 from nnue.evaluate import evaluate_pair_counts, finish_bb, material_17_bb
 from nnue.inference import bucket_of
 from nnue.netdir import unpack as unpack_net
-from nnue.stack import net_output
+from nnue.stack import net_output, net_output_scheme
 
 INF = 32001
 MATE = 32000
@@ -273,7 +273,12 @@ def static_eval(S, ply, bb, board, st, optimism):
         return evaluate_pair_counts(net, s_net, nn, s_nn, ply, board, ksq_w, ksq_b, side, pieces, simple, mat,
                                     rule50, optimism, scratch, s_scratch, cache, s_cache)
     bucket = bucket_of(popcount(bb[0] | bb[8]))
-    if use_c:
+    if ctl.scheme:
+        if use_c:
+            p, q = net_output_scheme(net, S.nn, ply, board, ksq_w, ksq_b, side, bucket, scratch, cache, kf, cnet)
+        else:
+            p, q = net_output_scheme(net, S.nn, ply, board, ksq_w, ksq_b, side, bucket, scratch, cache)
+    elif use_c:
         p, q = net_output(net, S.nn, ply, board, ksq_w, ksq_b, side, bucket, scratch, cache, kf, cnet)
     else:
         p, q = net_output(net, S.nn, ply, board, ksq_w, ksq_b, side, bucket, scratch, cache)

@@ -133,6 +133,7 @@ class Searcher:
             small_directory = netdir.directory(s_arrays, s_cnet, s_stack[0], s_stack[1], s_cache, s_scratch)
         self.ctl["use_c"] = 1 if use_c else 0
         self.ctl["pair"] = 1 if self.small_net is not None else 0
+        self.ctl["scheme"] = 1 if getattr(self.net, "scheme", None) is not None else 0
         self.ctl["clock_id"] = monoclock.CLOCK_ID
         self.S = new_state(self.tt, self.ctl, stack, net_directory, kf, small_directory,
                            np.zeros((STACK, 2), dtype=np.uint8), monoclock.clock_gettime)

@@ -44,6 +44,7 @@ CONTROL = np.dtype([
     ("optimism_b", np.int64),
     ("use_c", np.int64),         # 1: the C kernel evaluates, 0: the Numba path
     ("pair", np.int64),          # 1: a Stockfish 17.1 net pair evaluates (big net ``net``, small ``small_net``)
+    ("scheme", np.int64),        # 1: ``net`` is a Quantfish-format net (its scheme's forward pass)
     ("deadline", np.int64),      # stop when the clock (ns, engine.monoclock) passes this; 0 for none
     ("clock_id", np.int64),      # the clock_gettime clock the search reads (engine.monoclock.CLOCK_ID)
 ])

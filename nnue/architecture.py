@@ -336,6 +336,17 @@ def architecture_from_raw_size(size: int, description_len: int) -> Optional[Arch
 SF15_1 = Architecture(l1=SF15_1_L1)
 
 # ---------------------------------------------------------------------------------------------------------
+# A Quantfish-format net's scheme record, packed for compiled code (nnue.requant): int64[stacks, sites, row],
+# each (stack, site) row (shift, div, rounding, wrap32, mul[32], hi[32]). Stated here because the C kernel
+# reads the same layout.
+
+SCHEME_SITES = ("ft", "x", "psqt", "final", "sqr", "sqr_limit", "ac0", "ac1", "skip", "out")
+SCHEME_Q_SHIFT, SCHEME_Q_DIV, SCHEME_Q_ROUND, SCHEME_Q_WRAP, SCHEME_Q_MUL = 0, 1, 2, 3, 4
+SCHEME_Q_HI = SCHEME_Q_MUL + FC1_OUT
+SCHEME_ROW = SCHEME_Q_HI + FC1_OUT
+SCHEME_ROUNDINGS = ("floor", "trunc", "nearest")     # the rounding field's codes 0, 1, 2
+
+# ---------------------------------------------------------------------------------------------------------
 # The C kernel's constants (nnue/kernel/qfkernel.c includes the header below; it states no width itself)
 
 C_HEADER_NAME = "qfarch.h"
@@ -355,7 +366,14 @@ C_CONSTANTS = (
     ("QF_MAX_FT_SHIFT", MAX_FT_SHIFT, "largest ft_shift of any generation"),
     ("QF_SKIP_MUL", SKIP_MUL, "skip connection: tdiv(wrap32(fc0[last] * QF_SKIP_MUL), QF_SKIP_DIV)"),
     ("QF_SKIP_DIV", SKIP_DIV, ""),
-)
+    ("QF_SCHEME_ROW", SCHEME_ROW, "a scheme record's packed row: shift, div, rounding, wrap32, mul[32], hi[32]"),
+    ("QF_SCHEME_Q_SHIFT", SCHEME_Q_SHIFT, "a row's fields: shift, divisor, rounding code, wrap to int32"),
+    ("QF_SCHEME_Q_DIV", SCHEME_Q_DIV, ""),
+    ("QF_SCHEME_Q_ROUND", SCHEME_Q_ROUND, "0 floor, 1 trunc, 2 nearest (half up)"),
+    ("QF_SCHEME_Q_WRAP", SCHEME_Q_WRAP, ""),
+    ("QF_SCHEME_Q_MUL", SCHEME_Q_MUL, "first multiplier of a row"),
+    ("QF_SCHEME_Q_HI", SCHEME_Q_HI, "first clamp of a row"),
+) + tuple((f"QF_S_{name.upper()}", i, "scheme site" if i == 0 else "") for i, name in enumerate(SCHEME_SITES))
 
 
 def c_defines() -> dict:

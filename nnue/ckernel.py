@@ -43,6 +43,8 @@ compiled for (``nnue.architecture``'s, which ``load_library`` checks against the
 ``make_cstack`` is ``accumulator.make_stack`` with aligned rows.
 ``scratch = make_cscratch(l1)`` is (x uint8[l1], nnz int32[l1/4 + 16], work int32[WORK_SIZE]), the same shape as
 ``inference.make_scratch`` (whose buffers also fit). One scratch per thread.
+``forward_scheme_c(kf, cnet, net, acc, psqt, ply, side, bucket, scratch)`` is ``forward_c`` for a
+Quantfish-format net: ``net`` (``Net.arrays()``) gives its packed scheme record and fc_1's plain weights.
 
 Refresh cache
 -------------
@@ -76,6 +78,7 @@ from nnue.inference import WORK_SIZE
 from nnue.intmath import tdiv
 from nnue.netfile import NET_ARRAYS_SPEC, P_FT_SHIFT
 from nnue.rawview import ArraySpec, check_arrays
+from nnue.requant import psqt_scheme
 
 LIBRARY = kernelfiles.LIBRARY
 ENV_MODE = "QUANTFISH_KERNEL"
@@ -103,6 +106,7 @@ _SIGNATURES = {
     "fc0": (None, [_P, _P, _P, _P, _I, _P]),
     "head": (_I, [_P, _P, _P, _P, _I]),
     "forward": (_I, [_P, _P, _I, _I, _P, _P, _P, _P, _P, _I, _P, _P, _P]),
+    "forward_scheme": (_I, [_P, _P, _I, _P, _P, _P, _P, _P, _P, _I, _P, _P, _P]),
 }
 
 
@@ -118,6 +122,7 @@ class KernelFuncs(NamedTuple):
     fc0: object              # (w0g, b0, x, nnz, n, out16)
     head: object             # (fc0, w1g, b1, w2, b2) -> positional
     forward: object          # (acc_us, acc_them, l1, ft_shift, w0g, b0, w1g, b1, w2, b2, x, nnz, fc0) -> pos
+    forward_scheme: object   # (acc_us, acc_them, l1, qs, w0g, b0, w1, b1, w2, b2, x, nnz, fc0) -> pos
 
 
 class Kernel(NamedTuple):
@@ -394,7 +399,8 @@ def make_cstack(l1: int, max_ply: int, psqt_buckets: int = 8):
 
 
 def make_cscratch(l1: int):
-    """(x uint8[l1], nnz int32[l1/4 + 16], work int32[WORK_SIZE]), 64-byte aligned; one per thread."""
+    """(x uint8[l1], nnz int32[l1 + 16], work int32[WORK_SIZE]), 64-byte aligned; one per thread. The kernel
+    needs l1/4 + 16 index slots; the Numba forward, which a Quantfish-format net takes, needs l1."""
     return (aligned_zeros(l1, np.uint8), aligned_zeros(l1 // 4 + 16, np.int32),
             aligned_zeros(WORK_SIZE, np.int32))
 
@@ -418,6 +424,18 @@ def forward_c(kf, cnet, acc, psqt, ply, side, bucket, scratch):
     """(psqt, positional) of one bucket for the accumulators at ``ply``: ``inference.forward`` in C."""
     pos = positional_c(kf, cnet, acc[ply, side], acc[ply, 1 - side], bucket, scratch)
     return tdiv(np.int64(psqt[ply, side, bucket]) - np.int64(psqt[ply, 1 - side, bucket]), 2), pos
+
+
+@njit(cache=True, nogil=True)
+def forward_scheme_c(kf, cnet, net, acc, psqt, ply, side, bucket, scratch):
+    """``inference.forward_scheme`` (a Quantfish-format net, ``net`` its ``Net.arrays()``) in C."""
+    x, nnz, work = scratch
+    qs = net.qscheme[bucket]
+    pos = kf.forward_scheme(acc[ply, side].ctypes, acc[ply, 1 - side].ctypes, acc.shape[2], qs.ctypes,
+                            cnet.w0g[bucket].ctypes, cnet.b0[bucket].ctypes, net.w1[bucket].ctypes,
+                            cnet.b1[bucket].ctypes, cnet.w2[bucket].ctypes, cnet.b2[bucket], x.ctypes, nnz.ctypes,
+                            work.ctypes)
+    return psqt_scheme(psqt[ply, side, bucket], psqt[ply, 1 - side, bucket], qs), pos
 
 
 @njit(cache=True, nogil=True)

@@ -33,6 +33,10 @@ Search API (compiled, side-to-move view):
 The hybrid classical branch of 15.1 (taken when |psq_eg| > 1760 with more than 7 pieces) is not
 implemented: Quantfish always uses the NNUE branch.
 
+A Quantfish-format net's (psqt, positional) are on Stockfish's output scale (600 * 16 per unit of the float
+output), so the 15.1 formulas apply to it unchanged; its ``nnue_raw`` in the report is its record's final
+requantisation (``nnue.requant.raw_scheme``), which rounds as the scheme does.
+
 Python API: ``eval_report(net, board, side, rule50)`` (15.1) and ``eval_report_pair(big, small, board, side,
 rule50, optimism)`` (17.1) give every integer of the reference data.
 """
@@ -46,10 +50,11 @@ from numba import njit
 
 from nnue.accumulator import make_stack
 from nnue.architecture import GEN_SF15_1, OUTPUT_SCALE
-from nnue.inference import bucket_of, forward, forward_all, make_scratch
+from nnue.inference import bucket_of, forward_all, forward_any, make_scratch
 from nnue.intmath import popcount64 as popcount
 from nnue.intmath import tdiv, wrap32
-from nnue.netfile import P_GENERATION
+from nnue.netfile import P_GENERATION, P_SCHEME
+from nnue.requant import raw_scheme
 from nnue.stack import net_output, refresh_ply
 
 VALUE_MAX_EVAL = 31507              # |final eval| < VALUE_TB_WIN_IN_MAX_PLY
@@ -107,7 +112,7 @@ def final_eval(nnue, complexity, psq_eg, npm, rule50, optimism):
 @njit(cache=True, nogil=True)
 def evaluate_counts(net, acc, psqt, ply, side, pieces, npm, rule50, optimism, psq_eg, scratch):
     """Search evaluation (stm view) from the accumulators at ``ply`` and material counts."""
-    p, q = forward(net, acc, psqt, ply, side, bucket_of(pieces), scratch)
+    p, q = forward_any(net, acc, psqt, ply, side, bucket_of(pieces), scratch)
     return final_eval(nnue_adjusted(p, q, npm), nnue_complexity(p, q), psq_eg, npm, rule50, optimism)
 
 
@@ -145,7 +150,7 @@ def finish_bb(net, p, q, bb, side, rule50, optimism):
 def evaluate(net, acc, psqt, ply, side, board, rule50, optimism, scratch):
     """Search evaluation (stm view) with one net, by the net's generation; counts material on ``board``."""
     pieces, npm = material(board)
-    p, q = forward(net, acc, psqt, ply, side, bucket_of(pieces), scratch)
+    p, q = forward_any(net, acc, psqt, ply, side, bucket_of(pieces), scratch)
     return finish(net, p, q, board, side, rule50, optimism)
 
 
@@ -296,7 +301,8 @@ def eval_report(net, board, side: int, rule50: int, optimism: int = 0) -> EvalRe
     p, q = int(psqt_out[b]), int(pos_out[b])
     adj = int(nnue_adjusted(p, q, npm))
     cplx = int(nnue_complexity(p, q))
-    return EvalReport(b, [int(v) for v in psqt_out], [int(v) for v in pos_out], int(nnue_raw(p, q)), adj, cplx,
+    raw = int(raw_scheme(p, q, arrays.qscheme[b]) if arrays.params[P_SCHEME] else nnue_raw(p, q))
+    return EvalReport(b, [int(v) for v in psqt_out], [int(v) for v in pos_out], raw, adj, cplx,
                       int(final_eval(adj, cplx, PSQ_EG_NONE, npm, rule50, optimism)), int(pieces), int(npm))
 
 

@@ -7,7 +7,9 @@ clamped to [0, 254] and the product shifted by 9: one formula, ``clamp(int16(acc
 ``>> 7 + 2s``. fc_0 runs sparsely over the non-zero bytes of the transformed input (same sum as the dense
 layer), then SqrClippedReLU and ClippedReLU of fc_0 outputs 0..14 feed fc_1, ClippedReLU, fc_2, and fc_0
 output 15 is forwarded as ``fc0[15] * 9600 / 8128``. Every width, shift and scale is a constant of
-``nnue.architecture`` (compile-time constants here).
+``nnue.architecture`` (compile-time constants here). A Quantfish-format net (``params[P_SCHEME]``) takes
+``forward_scheme`` instead: the same layers with the requantisations and clamps of its scheme record
+(``forward_any`` and ``forward_all`` choose by the net).
 
 No function here allocates: the caller passes a scratch tuple from ``make_scratch``.
 """
@@ -20,7 +22,8 @@ from nnue.architecture import (
     SKIP_MUL, SQR_SHIFT, WEIGHT_SCALE_BITS, padded,
 )
 from nnue.intmath import tdiv, wrap32
-from nnue.netfile import P_FT_SHIFT
+from nnue.netfile import P_FT_SHIFT, P_SCHEME
+from nnue.requant import head_scheme, psqt_scheme, transform_half_scheme
 
 # The int32 work buffer of the scratch: fc_0's outputs, fc_1's (padded) inputs, fc_1's outputs. The refresh
 # cache (nnue.ckernel) reuses it for two lists of up to 64 feature indices, so it has at least 128 entries.
@@ -157,7 +160,8 @@ def positional_value(net, bucket, x, nzb, n, work):
 
 @njit(cache=True, nogil=True)
 def forward(net, acc, psqt, ply, side, bucket, scratch):
-    """Fast search path: (psqt, positional) of one bucket for the accumulators at ``ply``."""
+    """Fast search path: (psqt, positional) of one bucket for the accumulators at ``ply``; Stockfish's fixed
+    arithmetic only (a Quantfish-format net takes ``forward_scheme``; ``forward_any`` chooses)."""
     x, nzb, work = scratch
     n = transform(acc, ply, side, x, nzb, net.params[P_FT_SHIFT])
     return psqt_value(psqt, ply, side, bucket), positional_value(net, bucket, x, nzb, n, work)
@@ -166,11 +170,43 @@ def forward(net, acc, psqt, ply, side, bucket, scratch):
 @njit(cache=True, nogil=True)
 def forward_all(net, acc, psqt, ply, side, psqt_out, pos_out, scratch):
     """All buckets (for the eval report): fills psqt_out[8] and pos_out[8]."""
+    if net.params[P_SCHEME]:
+        for b in range(psqt_out.shape[0]):
+            psqt_out[b], pos_out[b] = forward_scheme(net, acc, psqt, ply, side, b, scratch)
+        return
     x, nzb, work = scratch
     n = transform(acc, ply, side, x, nzb, net.params[P_FT_SHIFT])
     for b in range(psqt_out.shape[0]):
         psqt_out[b] = psqt_value(psqt, ply, side, b)
         pos_out[b] = positional_value(net, b, x, nzb, n, work)
+
+
+@njit(cache=True, nogil=True)
+def forward_any(net, acc, psqt, ply, side, bucket, scratch):
+    """``forward`` or ``forward_scheme``, as the net says. Not for the search: a branch to the scheme's
+    pass here would make ``forward`` too large to inline, which costs the search about 7% of its speed
+    (measured); the search chooses once per evaluation itself (``nnue.stack.net_output_scheme``)."""
+    if net.params[P_SCHEME]:
+        return forward_scheme(net, acc, psqt, ply, side, bucket, scratch)
+    return forward(net, acc, psqt, ply, side, bucket, scratch)
+
+
+@njit(cache=True, nogil=True)
+def forward_scheme(net, acc, psqt, ply, side, bucket, scratch):
+    """``forward`` of a Quantfish-format net: every requantisation and clamp from its scheme record
+    (``nnue.requant``; the definition is ``nnue.quant.simulator``). fc_0 is the same sparse int32 sum."""
+    x, nzb, work = scratch
+    qs = net.qscheme[bucket]
+    half = acc.shape[2] // 2
+    transform_half_scheme(acc[ply, side], x[:half], qs)
+    transform_half_scheme(acc[ply, 1 - side], x[half:], qs)
+    n = find_nnz(x, nzb)
+    fc0 = work[W_FC0:W_FC0 + FC0_OUT]
+    l1in = work[W_L1IN:W_L1IN + FC1_IN_PADDED]
+    cr1 = work[W_CR1:W_CR1 + FC1_OUT]
+    fc0_sparse(net.w0t[bucket], net.b0[bucket], x, nzb, n, fc0)
+    positional = head_scheme(fc0, net.b1[bucket], net.w1[bucket], net.b2[bucket], net.w2[bucket], l1in, cr1, qs)
+    return psqt_scheme(psqt[ply, side, bucket], psqt[ply, 1 - side, bucket], qs), positional
 
 
 @njit(cache=True, nogil=True)

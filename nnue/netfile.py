@@ -9,7 +9,8 @@ magic ``COMPRESSED_LEB128``, u32 payload byte count, payload). Each block is che
 byte count used exactly by the implied number of values (neither short nor long), every value within its
 type's width (int16 / int32, at most ceil(bits/7) bytes), and the payload present in full; then the stack
 hashes and EOF as for 15.1. Anything wrong raises ``NetFileError`` naming the problem with expected and
-found values.
+found values. A file with Quantfish's version word (``QF_VERSION``) is read by ``nnue.quant.qformat`` and
+gives a ``Net`` whose ``scheme`` is its record: the engine evaluates it by that record (``nnue.requant``).
 
 The layout is not written out here: the reader and the writer walk the tensors that ``nnue.architecture``
 declares (the FT's, then each layer stack's hash and the tensors of its layers in order).
@@ -38,6 +39,7 @@ from nnue.architecture import (
     architecture_from_header_hash, architecture_from_raw_size,
 )
 from nnue.rawview import ArraySpec, check_arrays
+from nnue.requant import no_scheme, pack_scheme
 
 
 class NetArrays(NamedTuple):
@@ -53,7 +55,8 @@ class NetArrays(NamedTuple):
     w1: np.ndarray           # int8[stacks, 32, 32]
     b2: np.ndarray           # int32[stacks]
     w2: np.ndarray           # int8[stacks, 32]
-    params: np.ndarray       # int32[2]: entries P_GENERATION, P_FT_SHIFT
+    params: np.ndarray       # int32[3]: entries P_GENERATION, P_FT_SHIFT, P_SCHEME
+    qscheme: np.ndarray      # int64[stacks, sites, row]: a Quantfish net's scheme (nnue.requant), else unread
 
 
 # dtype and ndim of each field, the one statement of them (Net.arrays checks them, nnue.netdir uses them).
@@ -62,14 +65,15 @@ NET_ARRAYS_SPEC = NetArrays(
     b0=ArraySpec(BIAS_DTYPE, 2), w0=ArraySpec(WEIGHT_DTYPE, 3), w0t=ArraySpec(WEIGHT_DTYPE, 3),
     b1=ArraySpec(BIAS_DTYPE, 2), w1=ArraySpec(WEIGHT_DTYPE, 3),
     b2=ArraySpec(BIAS_DTYPE, 1), w2=ArraySpec(WEIGHT_DTYPE, 2),
-    params=ArraySpec(np.int32, 1))
+    params=ArraySpec(np.int32, 1), qscheme=ArraySpec(np.int64, 3))
 
 # Entries of the int32 array ``NetArrays.params``.
 P_GENERATION = 0     # architecture.GEN_* (which evaluation formulas apply)
 P_FT_SHIFT = 1       # 1: FT doubled at load (clamp 0..254, >> 9), 0: clamp 0..127, >> 7
+P_SCHEME = 2         # 1: a Quantfish-format net, evaluated by its scheme record (``qscheme``); 0: Stockfish's
 
 
-# The version word of the Quantfish net format (nnue.quant.qformat), recognised here to refuse it by name.
+# The version word of the Quantfish net format (nnue.quant.qformat): Stockfish's layout plus a scheme record.
 QF_VERSION = 0x51460001
 
 
@@ -93,6 +97,7 @@ class Net:
     b2: np.ndarray           # int32[stacks]
     w2: np.ndarray           # int8[stacks, 32]
     path: str = ""
+    scheme: object = None    # a Quantfish-format net's record (nnue.quant.scheme.Scheme); None: Stockfish's
     _tuple: NetArrays = field(default=None, repr=False)
 
     @property
@@ -103,19 +108,22 @@ class Net:
         """The parameters as C-contiguous arrays for compiled code (built once).
 
         ``w0t`` is fc_0's weights transposed to [stack][input][output] so that the sparse fc_0 reads
-        16 contiguous weights per non-zero input. ``params`` is int32[2]: the generation and the FT
-        shift (see ``P_GENERATION``, ``P_FT_SHIFT``). The FT tensors stay in file units (not doubled): the
+        16 contiguous weights per non-zero input. ``params`` is int32[3]: the generation, the FT
+        shift and whether a scheme record applies (see ``P_GENERATION``, ``P_FT_SHIFT``, ``P_SCHEME``);
+        ``qscheme`` is the record packed by ``nnue.requant.pack_scheme`` (a zero placeholder without one). The FT tensors stay in file units (not doubled): the
         accumulators sum file values with int16 wrapping, and the 17.1 transform doubles them with int16
         wrapping, which gives exactly Stockfish 17.1's doubled accumulator (doubling commutes with
         addition modulo 2^16).
         """
         if self._tuple is None:
-            params = np.zeros(2, np.int32)
+            params = np.zeros(3, np.int32)
             params[P_GENERATION] = self.arch.generation
             params[P_FT_SHIFT] = self.arch.ft_shift
+            params[P_SCHEME] = self.scheme is not None
+            qscheme = pack_scheme(self.scheme) if self.scheme is not None else no_scheme()
             arrays = NetArrays(self.ft_bias, self.ft_weights, self.ft_psqt, self.b0, self.w0,
                                np.ascontiguousarray(self.w0.transpose(0, 2, 1)), self.b1, self.w1, self.b2,
-                               self.w2, params)
+                               self.w2, params, qscheme)
             check_arrays(NET_ARRAYS_SPEC, arrays, "Net.arrays()")
             self._tuple = arrays
         return self._tuple
@@ -234,9 +242,7 @@ def _parse(data: bytes, path: str) -> Net:
 
     version = r.u32("version")
     if version == QF_VERSION:
-        raise NetFileError(f"{path}: a Quantfish-format net (version 0x{QF_VERSION:08X}: Stockfish's layout with a "
-                           f"quantisation scheme section, written by quantfish quantize), which the engine cannot "
-                           f"evaluate yet; quantfish quantize --scheme sf writes a .nnue that it can")
+        return _parse_quantfish(data, path)
     if version != VERSION:
         raise NetFileError(f"{path}: bad version: expected 0x{VERSION:08X}, found 0x{version:08X} "
                            f"(not a HalfKAv2_hm .nnue net of Stockfish 15.1-17.1)")
@@ -295,6 +301,20 @@ def _parse(data: bytes, path: str) -> Net:
         raise NetFileError(f"{path}: trailing bytes: expected end of file at offset {r.pos}, "
                            f"found {len(data) - r.pos} extra bytes")
     return Net(arch, description, **tensors, path=path)
+
+
+def _parse_quantfish(data: bytes, path: str) -> Net:
+    """A Quantfish-format net (Stockfish's raw layout plus a scheme section): read by ``nnue.quant.qformat``,
+    imported here only when such a file is met (the toolkit is not needed to play Stockfish's nets)."""
+    from nnue.quant.qformat import parse_qnet
+    qnet = parse_qnet(data, path)
+    try:
+        pack_scheme(qnet.scheme)
+    except ValueError as exc:
+        raise NetFileError(f"{path}: scheme record the engine cannot follow: {exc}") from None
+    arch = Architecture(l1=qnet.l1, compressed_ft=False)
+    return Net(arch, qnet.description, qnet.ft_bias, qnet.ft_weights, qnet.ft_psqt, qnet.b0, qnet.w0, qnet.b1,
+               qnet.w1, qnet.b2, qnet.w2, path=path, scheme=qnet.scheme)
 
 
 def _leb128_block(values: np.ndarray) -> bytes:

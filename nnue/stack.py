@@ -14,14 +14,18 @@ that is None at compile time, so the choice costs nothing at run time. ``net`` (
 given: with ``kf`` given, the Numba branch is still compiled (only None arguments prune a branch).
 
 ``net_output`` is one net's raw ``(psqt, positional)`` of a bucket at a ply, accumulators included: what the
-search and the two-net evaluation (``nnue.evaluate.evaluate_pair``) call per evaluation.
+search and the two-net evaluation (``nnue.evaluate.evaluate_pair``) call per evaluation. A Quantfish-format
+net (``params[P_SCHEME]``) takes ``net_output_scheme``: the same accumulators (int16 sums as for any net),
+then its scheme's forward pass on either path (``inference.forward_scheme``, ``ckernel.forward_scheme_c``).
+The search chooses between the two by a flag of its own; ``net_output_any`` chooses by the net.
 """
 from numba import njit
 
 from nnue.accumulator import refresh, update
-from nnue.ckernel import forward_c, refresh_c, refresh_cached, refresh_cached_c, update_c
+from nnue.ckernel import forward_c, forward_scheme_c, refresh_c, refresh_cached, refresh_cached_c, update_c
 from nnue.features import king_square
-from nnue.inference import forward
+from nnue.inference import forward, forward_scheme
+from nnue.netfile import P_SCHEME
 
 
 @njit(cache=True, nogil=True)
@@ -103,3 +107,31 @@ def net_output(net, nn, ply, board, king_sq_white, king_sq_black, side, bucket, 
     if kf is None:
         return forward(net, acc, psqt, ply, side, bucket, scratch)
     return forward_c(kf, cnet, acc, psqt, ply, side, bucket, scratch)
+
+
+@njit(cache=True, nogil=True)
+def net_output_scheme(net, nn, ply, board, king_sq_white, king_sq_black, side, bucket, scratch, cache=None,
+                      kf=None, cnet=None):
+    """``net_output`` of a Quantfish-format net: the same accumulators, its scheme's forward pass."""
+    acc, psqt, computed, dirty, ndirty = nn
+    ensure_accumulator(net, acc, psqt, computed, dirty, ndirty, ply, board, king_sq_white, king_sq_black,
+                       scratch, cache, kf, cnet)
+    if kf is None:
+        # Two call sites on purpose: LLVM inlines a function called from one place whatever its size, and
+        # this pass inlined into the search's evaluation slows the search with Stockfish's nets by 12%
+        # (measured: `quantfish bench --kernel numba`, side by side). With two, its size keeps it a call.
+        if side == 0:
+            return forward_scheme(net, acc, psqt, ply, 0, bucket, scratch)
+        return forward_scheme(net, acc, psqt, ply, 1, bucket, scratch)
+    return forward_scheme_c(kf, cnet, net, acc, psqt, ply, side, bucket, scratch)
+
+
+@njit(cache=True, nogil=True)
+def net_output_any(net, nn, ply, board, king_sq_white, king_sq_black, side, bucket, scratch, cache=None, kf=None,
+                   cnet=None):
+    """``net_output`` or ``net_output_scheme`` as the net says (for callers other than the search, which
+    chooses itself: see ``inference.forward_any``)."""
+    if net.params[P_SCHEME]:
+        return net_output_scheme(net, nn, ply, board, king_sq_white, king_sq_black, side, bucket, scratch, cache,
+                                 kf, cnet)
+    return net_output(net, nn, ply, board, king_sq_white, king_sq_black, side, bucket, scratch, cache, kf, cnet)

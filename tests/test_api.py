@@ -120,8 +120,10 @@ def test_evaluate_is_what_the_eval_command_prints(quantfish):
         assert human.exit_code == 0 and raw.exit_code == 0, human.output + raw.output
         assert quantfish.evaluate(fen) == _printed_final_cp(human.output, fen), fen
         report, expected = quantfish.eval_report(fen), json.loads(raw.output)
-        assert {k: getattr(report, k) for k in expected if k != "fen"} == {k: v for k, v in expected.items()
-                                                                          if k != "fen"}
+        integers = [k for k in expected if k not in ("fen", "quantisation")]
+        assert {k: getattr(report, k) for k in integers} == {k: expected[k] for k in integers}
+        assert expected["quantisation"] == {"format": "stockfish", "scheme": "sf", "rounding": "floor",
+                                            "resolution": 127}
 
 
 def test_evaluate_board_equals_its_fen(quantfish):

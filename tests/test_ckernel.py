@@ -23,6 +23,7 @@ from nnue.accumulator import make_stack, refresh
 from nnue.stack import ensure_accumulator, refresh_ply
 from nnue.inference import fc0_sparse, find_nnz, forward, forward_all, head, make_scratch, transform_half
 from nnue.netfile import P_FT_SHIFT, NetArrays
+from nnue.requant import no_scheme
 from nnue.tools import build_kernel
 from tests.shared import NNUE_DATA, require
 
@@ -138,7 +139,12 @@ def test_c_constants_are_the_architectures(kernel_lib):
         "QF_FC2_IN": a.FC2_IN_PADDED, "QF_WEIGHT_SCALE_BITS": a.WEIGHT_SCALE_BITS, "QF_ACT_MAX": a.ACT_MAX,
         "QF_SQR_SHIFT": a.SQR_SHIFT, "QF_SQR_LIMIT": a.SQR_INPUT_LIMIT, "QF_FT_ACT_MAX": a.FT_ACT_MAX,
         "QF_FT_PRODUCT_SHIFT": a.FT_PRODUCT_SHIFT, "QF_MAX_FT_SHIFT": a.MAX_FT_SHIFT,
-        "QF_SKIP_MUL": a.SKIP_MUL, "QF_SKIP_DIV": a.SKIP_DIV}
+        "QF_SKIP_MUL": a.SKIP_MUL, "QF_SKIP_DIV": a.SKIP_DIV,
+        # a scheme record's packed layout (nnue.requant), which forward_scheme reads
+        "QF_SCHEME_ROW": a.SCHEME_ROW, "QF_SCHEME_Q_SHIFT": a.SCHEME_Q_SHIFT, "QF_SCHEME_Q_DIV": a.SCHEME_Q_DIV,
+        "QF_SCHEME_Q_ROUND": a.SCHEME_Q_ROUND, "QF_SCHEME_Q_WRAP": a.SCHEME_Q_WRAP,
+        "QF_SCHEME_Q_MUL": a.SCHEME_Q_MUL, "QF_SCHEME_Q_HI": a.SCHEME_Q_HI,
+        **{f"QF_S_{name.upper()}": i for i, name in enumerate(a.SCHEME_SITES)}}
     assert macros == a.c_defines()
     assert ckernel.library_arch(kernel_lib) == macros
 
@@ -564,14 +570,15 @@ def test_other_l1_widths_forward(kf, ft_shift):
         bias, w, pw = _net_like(rng, l1, nf=nf)
         w0 = rng.integers(-128, 128, size=(s, 16, l1)).astype(np.int8)
         w1 = rng.integers(-128, 128, size=(s, 32, 32)).astype(np.int8)
-        params = np.zeros(2, np.int32)
+        params = np.zeros(3, np.int32)
         params[P_FT_SHIFT] = ft_shift
         arrays = NetArrays(ft_bias=bias, ft_weights=w, ft_psqt=pw,
                            b0=rng.integers(-3000, 3000, size=(s, 16)).astype(np.int32), w0=w0,
                            w0t=np.ascontiguousarray(w0.transpose(0, 2, 1)),
                            b1=rng.integers(-3000, 3000, size=(s, 32)).astype(np.int32), w1=w1,
                            b2=rng.integers(-3000, 3000, size=s).astype(np.int32),
-                           w2=rng.integers(-128, 128, size=(s, 32)).astype(np.int8), params=params)
+                           w2=rng.integers(-128, 128, size=(s, 32)).astype(np.int8), params=params,
+                           qscheme=no_scheme())
         cn = ckernel.make_cnet(arrays)
         assert cn.params[0] == ft_shift
         acc = rng.integers(-60, 200, size=(1, 2, l1)).astype(np.int16)

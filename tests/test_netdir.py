@@ -30,7 +30,7 @@ def _summary(views):
     """(address, size, sum) of every view, and a write through the stack's acc view."""
     net, cnet, acc, psqt, cache, scratch = views
     flat = ((net.ft_bias, net.ft_weights, net.ft_psqt, net.b0, net.w0, net.w0t, net.b1, net.w1, net.b2, net.w2,
-             net.params)
+             net.params, net.qscheme)
             + (cnet.ft_bias, cnet.ft_weights, cnet.ft_psqt, cnet.b0, cnet.w0g, cnet.b1, cnet.w1g, cnet.b2,
                cnet.w2, cnet.params) + (acc, psqt) + cache + scratch)
     out = np.zeros((netdir.N_ENTRIES, 3), np.int64)
@@ -64,7 +64,7 @@ def test_directory_views_are_the_arrays_themselves(nnue17_pair):
 
 def test_directory_refuses_wrong_arrays(nnue17_pair):
     arrays, cnet, acc, psqt, cache, scratch = _parts(nnue17_pair.small)
-    with pytest.raises(ValueError, match="entry 21"):
+    with pytest.raises(ValueError, match=f"entry {len(NET_ARRAYS_SPEC) + len(CNET_SPEC)}"):   # the stack's acc
         netdir.directory(arrays, cnet, acc.astype(np.int32), psqt, cache, scratch)
     with pytest.raises(ValueError, match="C-contiguous"):
         netdir.directory(arrays, cnet, acc[:, :, ::2], psqt, cache, scratch)

@@ -4,7 +4,7 @@ with a message naming the problem, never a stray IndexError, struct.error or num
 ``setoption name EvalFile value <bad>`` leaves the previous net live (same eval, same search) with an info string.
 
 Formats: Stockfish 15.1's net, Quantfish's own shipped net (same raw format, L1 = 256), a Quantfish-format file
-(``nnue.quant.qformat``, made here from the own net; the engine cannot evaluate that format and must say so),
+(``nnue.quant.qformat``, made here from the own net, which the engine plays; its scheme record has a CRC),
 and the synthetic Stockfish 17.1 nets (LEB128 feature transformer; the big one only where it fails early, its
 full decode taking seconds).
 
@@ -43,7 +43,8 @@ SPECIFIC = re.compile("|".join((
     r"truncated LEB128 payload of .*: the byte count says \d+ bytes at offset \d+, but only \d+ bytes are left",
     r"LEB128 (byte count of .* too (small|large)|value (too wide|out of range) in .*: value \d+)",
     r"is corrupt: its sha256 begins [0-9a-f]{12}, but its name says [0-9a-f]{12}",
-    r"a Quantfish-format net \(version 0x51460001",
+    r"scheme section magic b'QFSCHEME' missing at offset \d+",
+    r"scheme record CRC mismatch: the file says 0x[0-9A-F]{8}, the \d+ bytes of the record give 0x[0-9A-F]{8}",
 )))
 
 
@@ -132,7 +133,7 @@ class Subject:
             fh.seek(offset)
             fh.write(bytes([byte ^ (1 << bit)]))
         try:
-            raw = self.label != "Quantfish format" and not what.endswith("payload")
+            raw = not what.endswith("payload")
             self.check(f"bit {bit} of byte {offset} ({what}) flipped", must_refuse_plain,
                        corrupt_named=not must_refuse_plain and raw)
         finally:
@@ -224,7 +225,7 @@ def test_damaged_nets_are_refused(label, tmp_path, stats, nnue_net, nnue17_dir):
     else:
         data, prefix = (nnue17_dir / f"synthetic_{label.split()[-1]}.nnue").read_bytes(), "nn"
     subject = Subject(tmp_path / "net", data, prefix, label, stats)
-    if label not in ("Quantfish format", "Stockfish 17.1 big"):
+    if label != "Stockfish 17.1 big":
         subject.check("intact", False, intact=True)    # both names load (the plain one through load_nets)
     if label == "Stockfish 17.1 big":
         # Damage up to the FT weights' LEB128 byte count, and cuts inside that block's payload: all found before
@@ -279,12 +280,13 @@ def test_uci_keeps_the_previous_net(tmp_path, stats, nnue_net, nnue17_dir):
     flipped = bytearray(data)
     flipped[len(data) // 2] ^= 0x10
     own = _own_net_bytes()
+    qf = _quantfish_format_bytes()
     cases = {                                              # file -> what the info string must say
         "truncated/" + DEFAULT_NET_NAME: (data[:len(data) // 3], r"truncated file: expected 47001499 bytes"),
         "flipped/" + DEFAULT_NET_NAME: (bytes(flipped), r"is corrupt: its sha256 begins [0-9a-f]{12}, but its "
                                                         r"name says ad9b42354671"),
         "empty.nnue": (b"", r"truncated file: version needs 4 bytes at offset 0"),
-        "quantfish-format.nnue": (_quantfish_format_bytes(), r"a Quantfish-format net"),
+        "quantfish-format.nnue": (qf[:-1] + bytes([qf[-1] ^ 1]), r"scheme record CRC mismatch"),
         "long/" + OWN_NET_NAME: (own + b"\0", r"nor is it a raw net of L1 = 256, which has 12298630 bytes: "
                                               r"this file has 12298631 \(1 too many\)"),
         "header.nnue": (data[:4] + bytes([data[4] ^ 1]) + data[5:], r"header hash mismatch"),

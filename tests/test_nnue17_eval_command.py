@@ -32,7 +32,9 @@ def _expected(r, final_col="final_eval"):
     out = {"fen": r["fen"], "bucket": int(r["bucket"])}
     for name in ("big_psqt", "big_positional", "small_psqt", "small_positional"):
         out[name] = [int(r[f"{name}_{k}"]) for k in range(8)]
-    out.update(used_net=r["used_net"], nnue=int(r["nnue"]), final=int(r[final_col]))
+    out.update(used_net=r["used_net"], nnue=int(r["nnue"]), final=int(r[final_col]),
+               nnue_raw=int(r["big_psqt16"]) + int(r["big_pos16"]),       # internal units, as for every format
+               quantisation={"format": "stockfish", "scheme": "sf", "rounding": "floor", "resolution": 127})
     return out
 
 

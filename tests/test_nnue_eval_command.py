@@ -29,7 +29,8 @@ def _expected(r):
             "psqt": [int(r[f"psqt_{k}"]) for k in range(8)],
             "positional": [int(r[f"positional_{k}"]) for k in range(8)],
             "nnue_raw": int(r["nnue_evaluate_raw"]), "nnue_adjusted": int(r["nnue_evaluate_adjusted"]),
-            "final": int(r["final_eval_nnue_path"])}
+            "final": int(r["final_eval_nnue_path"]),
+            "quantisation": {"format": "stockfish", "scheme": "sf", "rounding": "floor", "resolution": 127}}
 
 
 def test_json_matches_reference(nnue_net):

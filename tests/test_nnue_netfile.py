@@ -93,7 +93,7 @@ def test_loaded_shapes(nnue_net):
     t = n.arrays()
     assert all(a.flags.c_contiguous for a in t)
     assert t.w0t.shape == (8, 1024, 16) and t.w0t[3, 100, 7] == n.w0[3, 7, 100]
-    assert t.params.tolist() == [architecture.GEN_SF15_1, 0]
+    assert t.params.tolist() == [architecture.GEN_SF15_1, 0, 0]      # generation, FT shift, no scheme
 
 
 def test_write_round_trip_is_byte_identical(nnue_net, net_bytes_15, tmp_path):

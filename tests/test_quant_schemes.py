@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from nnue.architecture import FC0_OUT, FC1_IN, FC1_OUT, LAYER_STACKS, NUM_FEATURES
-from nnue.netfile import NetFileError, load_net
+from nnue.netfile import P_SCHEME, NetFileError, load_net
 from nnue.quant import calibrate, qformat, schemes
 from nnue.quant.build import Choices, QuantError, plan, quantise
 from nnue.quant.calibrate import Site, kl_clip, mse_clip, range_clip
@@ -239,13 +239,15 @@ def test_quantfish_format_round_trip_and_refusals(fnet, stats, tmp_path):
     assert back.scheme == q.scheme and back.description == q.description
     for k in ("ft_bias", "ft_weights", "ft_psqt", "b0", "w0", "b1", "w1", "b2", "w2"):
         assert np.array_equal(getattr(back, k), getattr(q, k)), k
-    with pytest.raises(NetFileError, match="a Quantfish-format net .* which the engine cannot evaluate yet"):
-        load_net(path)                                     # the engine's reader refuses it, naming the format
+    net = load_net(path)                                   # the engine's reader takes it, with its record
+    assert net.scheme == q.scheme and net.arrays().params[P_SCHEME] == 1
     data = bytearray(path.read_bytes())
     data[-10] ^= 1
     path.write_bytes(bytes(data))
     with pytest.raises(NetFileError, match="CRC"):
         qformat.read_qnet(path)
+    with pytest.raises(NetFileError, match="CRC"):
+        load_net(path)
 
 
 def test_stockfish_record_needs_no_net():

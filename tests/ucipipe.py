@@ -33,6 +33,7 @@ STDOUT_GRAMMAR = [re.compile(p) for p in (
     # eval
     r" NNUE network contributions \((White|Black) to move\).*", r"\+(-+\+)+", r"\|.*\|.*",
     r"(NNUE|Final) evaluation +[-+]\d+\.\d\d \(white side\).*", r"Net used +\S.*",
+    r"Quantisation +\S+, (floor|nearest) rounding, activations 0\.\.(127|255) \(.+\)",
     # go perft
     rf"{_MOVE}: \d+", r"Nodes searched: \d+",
     # bench

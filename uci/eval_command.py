@@ -7,14 +7,18 @@ next to it when ``--net-small`` is not given).
 
 15.1: human output follows Stockfish 15.1's ``eval``: the per-bucket table (values / 16 truncated, then / 361,
 side-to-move view as Stockfish prints it, with the side named in the heading), then "NNUE evaluation"
-(raw, White's view) and "Final evaluation" (the NNUE branch of Stockfish's eval, White's view). ``--json``
-gives ``fen, bucket, psqt, positional, nnue_raw, nnue_adjusted, final``.
+(raw, White's view), "Final evaluation" (the NNUE branch of Stockfish's eval, White's view) and
+"Quantisation" (Stockfish's fixed arithmetic, or a Quantfish-format net's scheme). ``--json`` gives ``fen,
+bucket, psqt, positional, nnue_raw, nnue_adjusted, final, quantisation`` (format, scheme, rounding,
+resolution); ``nnue_raw`` is in Stockfish's internal units (600 * 16 per unit of the float output before the
+final / 16) for every format, so schemes compare on one scale.
 
 17.1 pair: both nets' bucket tables (values / 16 truncated, in pawns by Stockfish 17.1's ``to_cp``), which net
 was used and why, "NNUE evaluation" (the big net's psqt/16 + positional/16, White's view, as Stockfish 17.1
 prints it) and "Final evaluation" (``Eval::evaluate``). ``--json`` gives ``fen, bucket, big_psqt,
 big_positional, small_psqt, small_positional`` (8 raw ints each, before / 16), ``used_net`` ("big" or
-"small"), ``nnue`` (the blended value of the used net) and ``final``.
+"small"), ``nnue`` (the blended value of the used net), ``nnue_raw`` (the big net's psqt/16 + positional/16,
+as the "NNUE evaluation" line), ``final`` and ``quantisation``.
 
 ``--json`` values are raw integers from the side to move's view; ``final`` uses ``--optimism`` (default 0,
 the side to move's optimism, as Stockfish's ``eval`` command uses 0). With no FEN, ``--json`` reads one FEN
@@ -63,10 +67,26 @@ def format_table(report, side: int, psqt=None, positional=None, cell=_cell, titl
     return "\n".join(lines)
 
 
-def format_human(report, side: int, optimism: int = 0) -> str:
+def scheme_of(net) -> dict:
+    """How the net's integers are computed: Stockfish's fixed arithmetic, or a Quantfish-format net's scheme."""
+    scheme = getattr(net, "scheme", None)
+    if scheme is None:
+        return {"format": "stockfish", "scheme": "sf", "rounding": "floor", "resolution": 127}
+    return {"format": "quantfish", "scheme": scheme.name, "rounding": scheme.rounding,
+            "resolution": scheme.resolution}
+
+
+def describe_scheme(net) -> str:
+    s = scheme_of(net)
+    what = "Stockfish's fixed arithmetic" if s["format"] == "stockfish" else "Quantfish format"
+    return f"{s['scheme']}, {s['rounding']} rounding, activations 0..{s['resolution']} ({what})"
+
+
+def format_human(report, side: int, optimism: int = 0, net=None) -> str:
     white = 1 if side == 0 else -1
     return "\n".join([
         format_table(report, side), "", "",
+        f"{'Quantisation':<23}{describe_scheme(net)}",
         f"{'NNUE evaluation':<23}{white * report.nnue_raw / PAWN:+.2f} (white side)",
         f"{'Final evaluation':<23}{white * report.final / PAWN:+.2f} (white side) "
         f"[NNUE branch, optimism {optimism}]",
@@ -103,16 +123,17 @@ def format_human_pair(report, side: int, board, l1s, optimism: int = 0) -> str:
     ])
 
 
-def as_dict(fen: str, report) -> dict:
+def as_dict(fen: str, report, net=None) -> dict:
     return {"fen": fen, "bucket": report.bucket, "psqt": report.psqt, "positional": report.positional,
-            "nnue_raw": report.nnue_raw, "nnue_adjusted": report.nnue_adjusted, "final": report.final}
+            "nnue_raw": report.nnue_raw, "nnue_adjusted": report.nnue_adjusted, "final": report.final,
+            "quantisation": scheme_of(net)}
 
 
 def as_dict_pair(fen: str, report) -> dict:
     return {"fen": fen, "bucket": report.bucket, "big_psqt": report.big_psqt,
             "big_positional": report.big_positional, "small_psqt": report.small_psqt,
             "small_positional": report.small_positional, "used_net": report.used_net, "nnue": report.nnue,
-            "final": report.final}
+            "nnue_raw": report.big_raw, "final": report.final, "quantisation": scheme_of(None)}
 
 
 def _is_pair(net) -> bool:
@@ -133,7 +154,7 @@ def _evaluate_fen(net, fen: str, optimism: int = 0):
 
 
 def _to_dict(net, fen, report) -> dict:
-    return as_dict_pair(fen, report) if _is_pair(net) else as_dict(fen, report)
+    return as_dict_pair(fen, report) if _is_pair(net) else as_dict(fen, report, net)
 
 
 def _load(net_path, small_path=None):
@@ -177,7 +198,7 @@ def _eval(fen, net_path, small_path, optimism, as_json):
     elif _is_pair(net):
         click.echo(format_human_pair(report, side, board, net.l1, optimism))
     else:
-        click.echo(format_human(report, side, optimism))
+        click.echo(format_human(report, side, optimism, net))
 
 
 eval_command = click.command("eval")(

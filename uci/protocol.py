@@ -389,7 +389,7 @@ class UciEngine:
             report = eval_report_pair(self._net, self._net_small, b.board, b.side, b.halfmove)
             text = format_human_pair(report, b.side, b.board, (self._net.arch.l1, self._net_small.arch.l1))
         else:
-            text = format_human(eval_report(self._net, b.board, b.side, b.halfmove), b.side)
+            text = format_human(eval_report(self._net, b.board, b.side, b.halfmove), b.side, 0, self._net)
         for line in text.splitlines():
             self.send(line)
 

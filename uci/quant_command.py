@@ -13,7 +13,7 @@ Positions are one FEN or EPD line each. Schemes other than ``sf`` calibrate thei
 
 ``quantize`` writes a plain Stockfish .nnue when the scheme is Stockfish's fixed arithmetic (``sf``, floor,
 127); any other scheme's scales cannot be stated in that format, so it writes a Quantfish-format net
-(``nnue.quant.qformat``), which neither Stockfish nor the engine's current reader loads.
+(``nnue.quant.qformat``), which Stockfish refuses and the engine plays (``EvalFile``, ``--net``).
 """
 
 from __future__ import annotations
@@ -129,10 +129,10 @@ def quantize_command(source, output, name, rounding, resolution, calibration):
             click.echo(f"wrote {output}: Stockfish .nnue, {net.arch.describe()}")
         else:
             qformat.write_qnet(qnet, output)
-            qformat.read_qnet(output)
+            load_net(output)
             click.echo(f"wrote {output}: Quantfish-format net (scheme {sch.name}, {sch.rounding}, resolution "
-                       f"{sch.resolution}). Its per-layer scales do not fit Stockfish's format: neither Stockfish "
-                       f"nor this engine's evaluation reads it yet (nnue.quant.qformat.read_qnet does).")
+                       f"{sch.resolution}). Its per-layer scales do not fit Stockfish's format, so Stockfish "
+                       f"refuses it; Quantfish plays it (EvalFile, --net).")
     except click.ClickException:
         raise
     except _errors() as exc:

@@ -37,6 +37,7 @@
  *
  * Original code written for Quantfish.
  */
+#include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -651,6 +652,176 @@ QF_API int64_t QF(forward)(const int16_t *acc_us, const int16_t *acc_them, int64
     const int64_t n = transform_impl(acc_us, acc_them, l1, ft_shift, x, nnz);
     fc0_impl(w0g, b0, x, nnz, n, fc0_out);
     return head_impl(fc0_out, w1g, b1, w2, b2);
+}
+
+/* ------------------------------------------------------------------------------------------------------ */
+/* Quantfish-format nets: the arithmetic of a scheme record (nnue/requant.py states it; the definition is  */
+/* nnue/quant/simulator.py). Plain C: the compiler vectorises what it can for each variant.               */
+/* ------------------------------------------------------------------------------------------------------ */
+
+#define QF_ROW(qs, site) ((qs) + (site) * QF_SCHEME_ROW)
+
+QF_INLINE int64_t floor_div(int64_t a, int64_t d)
+{
+    const int64_t q = a / d;
+    return (a % d != 0 && ((a < 0) != (d < 0))) ? q - 1 : q;
+}
+
+/* R(v * mul[row] / (div << shift)), rounded by the row's code; int64 throughout, as the Numba path. */
+QF_INLINE int64_t requant_row(int64_t v, const int64_t *q, int64_t row)
+{
+    int64_t p = v * q[QF_SCHEME_Q_MUL + row];
+    if (q[QF_SCHEME_Q_WRAP])
+        p = (int64_t)(int32_t)(uint32_t)(uint64_t)p;
+    const int64_t s = q[QF_SCHEME_Q_SHIFT], r = q[QF_SCHEME_Q_ROUND];
+    if (q[QF_SCHEME_Q_DIV] == 1) {
+        if (s == 0)
+            return p;
+        if (r == 0)
+            return p >> s;                                  /* arithmetic shift: floor */
+        if (r == 1)
+            return p < 0 ? -((-p) >> s) : p >> s;
+        return (p + ((int64_t)1 << (s - 1))) >> s;
+    }
+    const int64_t d = q[QF_SCHEME_Q_DIV] << s;
+    if (r == 0)
+        return floor_div(p, d);
+    if (r == 1)
+        return p / d;
+    return floor_div(p + (d >> 1), d);
+}
+
+/* x[j] = clamp(R_x(clamp(a[j], 0, ft_hi) * clamp(a[j + half], 0, ft_hi)), 0, x_hi) for one perspective. */
+static void transform_scheme(const int16_t *acc, int64_t half, const int64_t *qs, uint8_t *x)
+{
+    const int64_t ft_hi = QF_ROW(qs, QF_S_FT)[QF_SCHEME_Q_HI];
+    const int64_t *qx = QF_ROW(qs, QF_S_X);
+    const int64_t x_hi = qx[QF_SCHEME_Q_HI], mul = qx[QF_SCHEME_Q_MUL], s = qx[QF_SCHEME_Q_SHIFT];
+    if (qx[QF_SCHEME_Q_DIV] == 1 && !qx[QF_SCHEME_Q_WRAP] && mul >= 0 && mul <= (int64_t)UINT32_MAX) {
+        /* the products are >= 0, so floor and trunc are one shift, nearest adds half first */
+        const int64_t add = (qx[QF_SCHEME_Q_ROUND] == 2 && s > 0) ? ((int64_t)1 << (s - 1)) : 0;
+        if (ft_hi * ft_hi * mul + add <= INT32_MAX && s < 31) {
+            /* every product fits int32 (Stockfish-like clamps): a loop the compiler vectorises */
+            const int32_t hi32 = (int32_t)ft_hi, m32 = (int32_t)mul, add32 = (int32_t)add, xh = (int32_t)x_hi;
+            const int sh = (int)s;
+            for (int64_t j = 0; j < half; j++) {
+                int32_t a = acc[j], b = acc[j + half];
+                a = a < 0 ? 0 : (a > hi32 ? hi32 : a);
+                b = b < 0 ? 0 : (b > hi32 ? hi32 : b);
+                const int32_t v = (a * b * m32 + add32) >> sh;
+                x[j] = (uint8_t)(v > xh ? xh : v);
+            }
+            return;
+        }
+        /* a * b < 2**30 fits 32 bits; the product with the multiplier needs 64 (unsigned: vpmuludq) */
+        const int32_t hi32 = (int32_t)ft_hi;
+        const uint64_t m64 = (uint64_t)mul, add64 = (uint64_t)add, xh = (uint64_t)x_hi;
+        for (int64_t j = 0; j < half; j++) {
+            int32_t a = acc[j], b = acc[j + half];
+            a = a < 0 ? 0 : (a > hi32 ? hi32 : a);
+            b = b < 0 ? 0 : (b > hi32 ? hi32 : b);
+            const uint64_t v = ((uint64_t)(uint32_t)(a * b) * m64 + add64) >> s;
+            x[j] = (uint8_t)(v > xh ? xh : v);
+        }
+        return;
+    }
+    for (int64_t j = 0; j < half; j++) {
+        int64_t a = acc[j], b = acc[j + half];
+        a = a < 0 ? 0 : (a > ft_hi ? ft_hi : a);
+        b = b < 0 ? 0 : (b > ft_hi ? ft_hi : b);
+        const int64_t v = requant_row(a * b, qx, 0);
+        x[j] = (uint8_t)(v < 0 ? 0 : (v > x_hi ? x_hi : v));
+    }
+}
+
+#define QF_SCHEME_MAX_L1 4096     /* widest net whose halves fit the stack buffer; wider ones take fc0_exact */
+
+/* Exact fc_0 for any byte, plain loops (only for nets wider than QF_SCHEME_MAX_L1 at resolution 255). */
+static void fc0_exact(const int8_t *w0g, const int32_t *b0, const uint8_t *x, const int32_t *nnz, int64_t n,
+                      int32_t *out)
+{
+    for (int o = 0; o < QF_FC0_OUT; o++)
+        out[o] = b0[o];
+    for (int64_t t = 0; t < n; t++) {
+        const int8_t *w = w0g + (int64_t)nnz[t] * QF_FC0_OUT * 4;
+        const uint8_t *xg = x + 4 * (int64_t)nnz[t];
+        for (int o = 0; o < QF_FC0_OUT; o++)
+            out[o] += (int32_t)w[4 * o] * xg[0] + (int32_t)w[4 * o + 1] * xg[1] + (int32_t)w[4 * o + 2] * xg[2]
+                      + (int32_t)w[4 * o + 3] * xg[3];
+    }
+}
+
+QF_API int64_t QF(forward_scheme)(const int16_t *acc_us, const int16_t *acc_them, int64_t l1, const int64_t *qs,
+                                  const int8_t *w0g, const int32_t *b0, const int8_t *w1, const int32_t *b1,
+                                  const int8_t *w2, int64_t b2, uint8_t *x, int32_t *nnz, int32_t *fc0_out)
+{
+    const int64_t half = l1 / 2;
+    transform_scheme(acc_us, half, qs, x);
+    transform_scheme(acc_them, half, qs, x + half);
+    const int64_t n = find_nnz_impl(x, l1, nnz);
+
+    /* fc_0 over the non-zero 4-byte groups. Inputs above 127 (resolution 255) would saturate vpmaddubsw, so
+       without VNNI each x is split into x >> 1 and x - (x >> 1) (both <= 128; |2 * 128 * -128| = 32768 still
+       fits a saturating int16 pair sum exactly) and fc_0 runs on both halves. */
+    int32_t z0[QF_FC0_OUT];
+#if defined(QF_USE_VNNI) || defined(QF_SCALAR)
+    fc0_impl(w0g, b0, x, nnz, n, z0);
+#else
+    if (QF_ROW(qs, QF_S_X)[QF_SCHEME_Q_HI] <= 127) {
+        fc0_impl(w0g, b0, x, nnz, n, z0);
+    } else if (l1 > QF_SCHEME_MAX_L1) {
+        fc0_exact(w0g, b0, x, nnz, n, z0);
+    } else {
+        static const int32_t zero_bias[QF_FC0_OUT];
+        uint8_t halves[2][QF_SCHEME_MAX_L1];
+        int32_t part[QF_FC0_OUT];
+        for (int64_t j = 0; j < l1; j++) {
+            halves[0][j] = (uint8_t)(x[j] >> 1);
+            halves[1][j] = (uint8_t)(x[j] - (x[j] >> 1));
+        }
+        fc0_impl(w0g, b0, halves[0], nnz, n, z0);
+        fc0_impl(w0g, zero_bias, halves[1], nnz, n, part);
+        for (int o = 0; o < QF_FC0_OUT; o++)
+            z0[o] += part[o];
+    }
+#endif
+    for (int o = 0; o < QF_FC0_OUT; o++)
+        fc0_out[o] = z0[o];
+
+    /* SqrClippedReLU and ClippedReLU of z0[0..14] */
+    const int64_t *qsq = QF_ROW(qs, QF_S_SQR), *lim = QF_ROW(qs, QF_S_SQR_LIMIT), *q0 = QF_ROW(qs, QF_S_AC0);
+    int32_t l1in[QF_FC1_IN];
+    const int nh = QF_FC0_OUT - 1;
+    for (int o = 0; o < nh; o++) {
+        const int64_t v = z0[o];
+        int64_t c = v < 0 ? -v : v;
+        if (c > lim[QF_SCHEME_Q_HI + o])
+            c = lim[QF_SCHEME_Q_HI + o];
+        const int64_t sq = requant_row(c * c, qsq, o), sq_hi = qsq[QF_SCHEME_Q_HI + o];
+        l1in[o] = (int32_t)(sq > sq_hi ? sq_hi : sq);
+        const int64_t h = requant_row(v, q0, o), h_hi = q0[QF_SCHEME_Q_HI + o];
+        l1in[nh + o] = (int32_t)(h < 0 ? 0 : (h > h_hi ? h_hi : h));
+    }
+    for (int i = 2 * nh; i < QF_FC1_IN; i++)
+        l1in[i] = 0;
+
+    /* fc_1 (int32 sums: the quantiser proves they fit, nnue/quant/build.py), ClippedReLU, fc_2 */
+    const int64_t *q1 = QF_ROW(qs, QF_S_AC1);
+    int32_t z1[QF_FC1_OUT];
+    for (int o = 0; o < QF_FC1_OUT; o++) {
+        int32_t sum = b1[o];
+        for (int i = 0; i < QF_FC1_IN; i++)
+            sum += (int32_t)w1[o * QF_FC1_IN + i] * l1in[i];
+        z1[o] = sum;
+    }
+    int64_t z2 = b2;
+    for (int o = 0; o < QF_FC1_OUT; o++) {
+        int64_t c = requant_row(z1[o], q1, o);
+        const int64_t c_hi = q1[QF_SCHEME_Q_HI + o];
+        c = c < 0 ? 0 : (c > c_hi ? c_hi : c);
+        z2 += (int64_t)w2[o] * c;
+    }
+    return requant_row(z2, QF_ROW(qs, QF_S_OUT), 0) + requant_row(z0[QF_FC0_OUT - 1], QF_ROW(qs, QF_S_SKIP), 0);
 }
 
 /* ------------------------------------------------------------------------------------------------------ */

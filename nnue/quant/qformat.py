@@ -60,12 +60,18 @@ def read_qnet(path) -> QuantNet:
         data = Path(path).read_bytes()
     except OSError as exc:
         raise NetFileError(f"cannot read {path}: {exc.strerror or exc}") from None
+    return parse_qnet(data, path)
+
+
+def parse_qnet(data: bytes, path: str) -> QuantNet:
+    """A Quantfish net from the file's bytes (``path`` names it in messages); ``NetFileError`` on any fault."""
     pos = 0
 
     def take(n: int, what: str) -> bytes:
         nonlocal pos
         if pos + n > len(data):
-            raise NetFileError(f"{path}: truncated Quantfish net: {what} needs {n} bytes at offset {pos}")
+            raise NetFileError(f"{path}: truncated file: {what} needs {n} bytes at offset {pos}, but the file "
+                               f"has {len(data)} bytes")
         pos += n
         return data[pos - n:pos]
 
@@ -76,33 +82,41 @@ def read_qnet(path) -> QuantNet:
     hhash = u32("header hash")
     arch = architecture_from_header_hash(hhash)
     if arch is None:
-        raise NetFileError(f"{path}: header hash 0x{hhash:08X} matches no HalfKAv2_hm architecture")
+        raise NetFileError(f"{path}: header hash mismatch: found 0x{hhash:08X}, which matches no HalfKAv2_hm "
+                           f"architecture")
     description = take(u32("description length"), "description")
 
     def array(t, what):
         dt = np.dtype(t.dtype).newbyteorder("<")
         return np.frombuffer(take(t.count * dt.itemsize, what), dt).astype(t.dtype).reshape(t.shape)
 
-    if u32("FT hash") != arch.ft_hash:
-        raise NetFileError(f"{path}: feature transformer hash mismatch")
+    found = u32("FT hash")
+    if found != arch.ft_hash:
+        raise NetFileError(f"{path}: feature transformer hash mismatch: expected 0x{arch.ft_hash:08X}, "
+                           f"found 0x{found:08X}")
     tensors = {t.field: array(t, t.what) for t in arch.ft_tensors}
     for t in arch.stack_tensors:
         tensors[t.field] = np.empty((arch.layer_stacks,) + t.shape, t.dtype)
     for s in range(arch.layer_stacks):
-        if u32(f"stack {s} hash") != arch.network_hash:
-            raise NetFileError(f"{path}: layer stack {s} hash mismatch")
+        found = u32(f"stack {s} hash")
+        if found != arch.network_hash:
+            raise NetFileError(f"{path}: layer stack {s} hash mismatch: expected 0x{arch.network_hash:08X}, "
+                               f"found 0x{found:08X}")
         for t in arch.stack_tensors:
             tensors[t.field][s] = array(t, f"stack {s} {t.what}")
     if take(len(SECTION_MAGIC), "scheme section magic") != SECTION_MAGIC:
         raise NetFileError(f"{path}: scheme section magic {SECTION_MAGIC!r} missing at offset {pos - 8}")
     record = take(u32("record length"), "scheme record")
-    if u32("record CRC") != zlib.crc32(record):
-        raise NetFileError(f"{path}: scheme record CRC mismatch")
+    crc = u32("record CRC")
+    if crc != zlib.crc32(record):
+        raise NetFileError(f"{path}: scheme record CRC mismatch: the file says 0x{crc:08X}, the {len(record)} "
+                           f"bytes of the record give 0x{zlib.crc32(record):08X}")
     if pos != len(data):
-        raise NetFileError(f"{path}: {len(data) - pos} trailing bytes after the scheme section")
+        raise NetFileError(f"{path}: trailing bytes: expected end of file at offset {pos}, found {len(data) - pos} "
+                           f"extra bytes after the scheme section")
     try:
         scheme = Scheme.from_dict(json.loads(record.decode("utf-8")))
-    except (ValueError, TypeError, KeyError) as exc:
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
         raise NetFileError(f"{path}: unreadable scheme record: {exc}") from None
     if len(scheme.stacks) != arch.layer_stacks:
         raise NetFileError(f"{path}: scheme record has {len(scheme.stacks)} stacks, the net {arch.layer_stacks}")

@@ -1,0 +1,166 @@
+"""A quantisation scheme's integer arithmetic, compiled: the engine's side of Quantfish-format nets.
+
+A Stockfish net's arithmetic is fixed (shifts by 7 and 6, clamps at 127, ``* 9600 / 8128``), so
+``nnue.inference`` states it as constants. A Quantfish-format net (``nnue.quant.qformat``) carries a scheme
+record (``nnue.quant.scheme``) instead: per layer a requantisation ``R(v * mul / (div * 2**shift))`` rounded
+by floor, trunc or nearest, with one multiplier per output row, and per activation a clamp per row. This
+module packs the record into one int64 array that compiled code reads, and computes those steps; the forward
+pass that uses them is ``nnue.inference.forward_scheme``. The definition it must equal integer for integer is
+``nnue.quant.simulator`` (tests/test_quant_engine.py).
+
+Layout of the packed array ``qscheme``: int64[stacks, N_SITES, ROW]. Each (stack, site) row is
+``(shift, div, rounding, wrap32, mul[32], hi[32])``; a site with a single multiplier or clamp has it
+broadcast to all 32 places. The net-wide sites (FT clamp, fc_0's input, PSQT, final) are repeated in every
+stack so one stack's slice holds all a bucket needs. ``S_SQR_LIMIT`` uses only ``hi``: the per-row cap on
+|z0| before squaring (the same result, no overflow). A Stockfish net has no scheme: its ``qscheme`` is
+``no_scheme()`` and is never read (``params[P_SCHEME]`` is 0).
+"""
+
+import numpy as np
+from numba import njit
+
+from nnue.architecture import (
+    FC0_OUT, FC1_OUT, N_HIDDEN, SCHEME_Q_DIV, SCHEME_Q_HI, SCHEME_Q_MUL, SCHEME_Q_ROUND, SCHEME_Q_SHIFT,
+    SCHEME_Q_WRAP, SCHEME_ROUNDINGS, SCHEME_ROW, SCHEME_SITES,
+)
+from nnue.intmath import tdiv, wrap32
+
+# Sites (second axis) and fields (third axis): the layout is nnue.architecture's (the C kernel reads it too).
+S_FT, S_X, S_PSQT, S_FINAL, S_SQR, S_SQR_LIMIT, S_AC0, S_AC1, S_SKIP, S_OUT = (
+    SCHEME_SITES.index(n) for n in ("ft", "x", "psqt", "final", "sqr", "sqr_limit", "ac0", "ac1", "skip", "out"))
+N_SITES = len(SCHEME_SITES)
+Q_SHIFT, Q_DIV, Q_ROUND, Q_WRAP, Q_MUL, Q_HI = (SCHEME_Q_SHIFT, SCHEME_Q_DIV, SCHEME_Q_ROUND, SCHEME_Q_WRAP,
+                                                SCHEME_Q_MUL, SCHEME_Q_HI)
+ROW = SCHEME_ROW
+ROUNDING_CODES = {name: code for code, name in enumerate(SCHEME_ROUNDINGS)}
+R_FLOOR, R_TRUNC, R_NEAREST = (ROUNDING_CODES[n] for n in ("floor", "trunc", "nearest"))
+
+
+def no_scheme() -> np.ndarray:
+    """The placeholder ``qscheme`` of a Stockfish net (never read; writable, so every net has one Numba type)."""
+    return np.zeros((1, N_SITES, ROW), np.int64)
+
+
+def _put_requant(row: np.ndarray, rq) -> None:
+    row[Q_SHIFT] = rq.shift
+    row[Q_DIV] = rq.div
+    row[Q_ROUND] = ROUNDING_CODES[rq.rounding]
+    row[Q_WRAP] = int(rq.int32)
+    row[Q_MUL:Q_MUL + FC1_OUT] = 0
+    row[Q_MUL:Q_MUL + len(rq.mul)] = rq.mul
+    if len(rq.mul) == 1:
+        row[Q_MUL:Q_MUL + FC1_OUT] = rq.mul[0]
+
+
+def _put_hi(row: np.ndarray, hi) -> None:
+    hi = tuple(int(h) for h in hi)
+    row[Q_HI:Q_HI + FC1_OUT] = hi[0] if len(hi) == 1 else 0
+    row[Q_HI:Q_HI + len(hi)] = hi
+
+
+def pack_scheme(scheme) -> np.ndarray:
+    """The ``qscheme`` array of a ``nnue.quant.scheme.Scheme`` (read by attribute: no import of the toolkit).
+
+    Refuses a record compiled code could not follow exactly: more rows than a layer has, a multiplier or
+    clamp of the wrong count, an unknown rounding."""
+    stacks = len(scheme.stacks)
+    q = np.zeros((stacks, N_SITES, ROW), np.int64)
+    widths = {"ac_sqr_0": N_HIDDEN, "ac_0": N_HIDDEN, "ac_1": FC1_OUT}
+    for s, st in enumerate(scheme.stacks):
+        _put_hi(q[s, S_FT], (scheme.ft_hi,))
+        _put_requant(q[s, S_X], scheme.x.requant)
+        _put_hi(q[s, S_X], scheme.x.hi[:1])
+        _put_requant(q[s, S_PSQT], scheme.psqt)
+        _put_requant(q[s, S_FINAL], scheme.final)
+        for site, name in ((S_SQR, "ac_sqr_0"), (S_AC0, "ac_0"), (S_AC1, "ac_1")):
+            act = getattr(st, name)
+            for what, values in (("multipliers", act.requant.mul), ("clamps", act.hi)):
+                if len(values) not in (1, widths[name]):
+                    raise ValueError(f"stack {s} {name}: {len(values)} {what}, expected 1 or {widths[name]}")
+            _put_requant(q[s, site], act.requant)
+            _put_hi(q[s, site], act.hi)
+        if len(st.ac_sqr_0.limit) not in (1, N_HIDDEN):
+            raise ValueError(f"stack {s} ac_sqr_0: {len(st.ac_sqr_0.limit)} limits, expected {N_HIDDEN}")
+        _put_hi(q[s, S_SQR_LIMIT], st.ac_sqr_0.limit)
+        for site, rq, name in ((S_SKIP, st.skip, "skip"), (S_OUT, st.out, "out")):
+            if len(rq.mul) != 1:
+                raise ValueError(f"stack {s} {name}: {len(rq.mul)} multipliers, expected 1")
+            _put_requant(q[s, site], rq)
+    return q
+
+
+@njit(cache=True, nogil=True, inline="always")
+def requant(v, q, row):
+    """``R(v * mul[row] / (div * 2**shift))`` of one site's packed row ``q`` (int64 throughout)."""
+    p = np.int64(v) * q[Q_MUL + row]
+    if q[Q_WRAP]:
+        p = wrap32(p)
+    s = q[Q_SHIFT]
+    r = q[Q_ROUND]
+    if q[Q_DIV] == 1:                   # a shift (every site but Stockfish-style divisions): no division
+        if s == 0:
+            return p
+        if r == R_FLOOR:
+            return p >> s
+        if r == R_TRUNC:
+            return -((-p) >> s) if p < 0 else p >> s
+        return (p + (np.int64(1) << (s - 1))) >> s
+    d = q[Q_DIV] << s
+    if r == R_FLOOR:
+        return p // d
+    if r == R_TRUNC:
+        return tdiv(p, d)
+    return (p + (d >> 1)) // d
+
+
+@njit(cache=True, nogil=True)
+def transform_half_scheme(acc, dst, qs):
+    """dst[j] = clamp(R_x(clamp(a[j], 0, ft_hi) * clamp(a[j + L1/2], 0, ft_hi)), 0, x_hi) for one
+    perspective; ``qs`` is one stack's packed slice."""
+    half = acc.shape[0] // 2
+    ft_hi = qs[S_FT, Q_HI]
+    qx = qs[S_X]
+    x_hi = qx[Q_HI]
+    for j in range(half):
+        a = min(max(np.int64(acc[j]), 0), ft_hi)
+        b = min(max(np.int64(acc[j + half]), 0), ft_hi)
+        dst[j] = min(max(requant(a * b, qx, 0), 0), x_hi)
+
+
+@njit(cache=True, nogil=True)
+def psqt_scheme(us, them, qs):
+    """The PSQT output: ``R_psqt(us - them)``."""
+    return requant(np.int64(us) - np.int64(them), qs[S_PSQT], 0)
+
+
+@njit(cache=True, nogil=True)
+def raw_scheme(psqt, positional, qs):
+    """``nnue_raw``: ``R_final(psqt + positional)`` in internal units."""
+    return requant(np.int64(psqt) + np.int64(positional), qs[S_FINAL], 0)
+
+
+@njit(cache=True, nogil=True)
+def head_scheme(fc0, b1, w1, b2, w2, l1in, cr1, qs):
+    """Layers after fc_0 for one stack under its scheme slice ``qs``: SqrClippedReLU and ClippedReLU of
+    z0[0..14], fc_1, ClippedReLU, fc_2, plus the skip of z0[15]; returns positional (output scale)."""
+    qsq = qs[S_SQR]
+    lim = qs[S_SQR_LIMIT]
+    q0 = qs[S_AC0]
+    for o in range(N_HIDDEN):
+        v = np.int64(fc0[o])
+        c = min(abs(v), lim[Q_HI + o])
+        l1in[o] = min(requant(c * c, qsq, o), qsq[Q_HI + o])
+        l1in[N_HIDDEN + o] = min(max(requant(v, q0, o), 0), q0[Q_HI + o])
+    for i in range(2 * N_HIDDEN, w1.shape[1]):
+        l1in[i] = 0
+    q1 = qs[S_AC1]
+    n_in = w1.shape[1]
+    for o in range(FC1_OUT):
+        s = np.int64(b1[o])
+        for i in range(n_in):
+            s += np.int64(w1[o, i]) * np.int64(l1in[i])
+        cr1[o] = min(max(requant(s, q1, o), 0), q1[Q_HI + o])
+    z2 = np.int64(b2)
+    for i in range(FC1_OUT):
+        z2 += np.int64(w2[i]) * np.int64(cr1[i])
+    return requant(z2, qs[S_OUT], 0) + requant(fc0[FC0_OUT - 1], qs[S_SKIP], 0)
