@@ -106,7 +106,11 @@ class Searcher:
     def describe_nets(self):
         """Which net(s) evaluate, for an info string."""
         if self.small_net is None:
-            return f"{getattr(self.net, 'path', 'net')} ({self.net.arch.generation_name}, L1 {self.net.arch.l1})"
+            scheme = getattr(self.net, "scheme", None)
+            quant = "" if scheme is None else (f", Quantfish format: scheme {scheme.name}, {scheme.rounding}, "
+                                               f"activations 0..{scheme.resolution}")
+            return (f"{getattr(self.net, 'path', 'net')} ({self.net.arch.generation_name}, L1 {self.net.arch.l1}"
+                    f"{quant})")
         return (f"{self.net.path} (big, L1 {self.net.arch.l1}) + {self.small_net.path} (small, L1 "
                 f"{self.small_net.arch.l1}), Stockfish {self.net.arch.generation_name} two-net evaluation")
 

@@ -291,7 +291,9 @@ def test_uci_loads_plays_and_names_a_quantfish_net(sf_range_row):
     engine = UciEngine().start()
     try:
         engine.send(f"setoption name EvalFile value {path}\n".encode())
-        assert engine.sync()[-1].startswith(f"info string NNUE evaluation using {path}".encode())
+        loaded = engine.sync()[-1]
+        assert loaded.startswith(f"info string NNUE evaluation using {path}".encode()), loaded
+        assert b"Quantfish format: scheme range-row, nearest, activations 0..255" in loaded, loaded
         engine.send(b"position startpos moves e2e4 e7e5\neval\n")
         lines = engine.until(b"Final evaluation", prefix=True)
         assert any(b"range-row, nearest rounding, activations 0..255 (Quantfish format)" in x for x in lines), lines
