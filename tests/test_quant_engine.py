@@ -7,7 +7,6 @@ C kernel's path (whose accumulator steps it shares). Stockfish's own arithmetic 
 must give Stockfish 15.1's reference integers, and the search, UCI and ``eval`` must take such a net.
 """
 
-import csv
 import json
 import random
 
@@ -29,26 +28,11 @@ from nnue.quant.scheme import Requant
 from nnue.quant.simulator import accumulate, simulate
 from nnue.requant import pack_scheme
 from nnue.stack import net_output_any, refresh_ply
-from tests.shared import NNUE_DATA, require
-from tests.test_quant_schemes import _net, _positions
+from tests.test_quant_schemes import _net, _positions, random_boards
+from tests.test_quant_sf import _reference_rows
 
-TSV = NNUE_DATA / "sf15.1_reference.tsv"
 COMBOS = [(name, r, res) for name in schemes.NAMES for r, res in (("floor", 127), ("nearest", 255),
                                                                    ("nearest", 127), ("floor", 255))]
-
-
-def _random_boards(n, seed):
-    """The boards of ``tests.test_quant_schemes._positions(n, seed)`` (same generator), as mailboxes."""
-    rng = np.random.default_rng(seed)
-    out = []
-    for _ in range(n):
-        board = np.zeros(64, np.int8)
-        sq = rng.permutation(64)
-        board[sq[0]], board[sq[1]] = 6, 14
-        k = int(rng.integers(0, 31))
-        board[sq[2:2 + k]] = rng.choice([1, 2, 3, 4, 5, 9, 10, 11, 12, 13], size=k)
-        out.append((board, int(rng.integers(0, 2))))
-    return out
 
 
 @pytest.fixture(scope="module")
@@ -96,7 +80,7 @@ def test_numba_path_equals_the_simulator_for_every_scheme(small, tmp_path, name,
     fnet, stats = small
     qnet = schemes.make(name, fnet, stats, rounding, resolution)
     net = _written(qnet, tmp_path / "net.qfnn")
-    _check_reports(net, qnet, _random_boards(40, 11))
+    _check_reports(net, qnet, random_boards(40, 11))
 
 
 @pytest.mark.parametrize("name,rounding,resolution", [("range-row", "nearest", 255), ("dfp", "floor", 127),
@@ -108,7 +92,7 @@ def test_c_kernel_path_equals_the_simulator(small, c_kernel, tmp_path, name, rou
     net = _written(qnet, tmp_path / "net.qfnn")
     arrays, cnet = net.arrays(), ckernel.make_cnet(net)
     l1 = qnet.l1
-    boards = _random_boards(40, 12)
+    boards = random_boards(40, 12)
     pos = from_boards([b for b, _ in boards], [s for _, s in boards])
     per_stack, _ = _traces(qnet, pos)
     scratch = ckernel.make_cscratch(l1)
@@ -198,13 +182,6 @@ def test_a_record_the_engine_cannot_follow_is_refused_when_loading(small, tmp_pa
 @pytest.fixture(scope="module")
 def sf_float(nnue_net):
     return FloatNet.from_net(nnue_net)
-
-
-def _reference_rows(step=16):
-    with open(require(TSV)) as fh:
-        rows = list(csv.DictReader(fh, delimiter="\t"))
-    assert len(rows) == 4878
-    return rows[::step]
 
 
 def test_stockfish_arithmetic_as_a_quantfish_file_gives_stockfish_integers(sf_float, tmp_path):

@@ -35,18 +35,23 @@ def _net(seed=1) -> FloatNet:
                     b2=rng.uniform(-0.2, 0.2, s), description=b"synthetic")
 
 
-def _positions(n, seed):
+def random_boards(n, seed):
+    """(mailbox, side to move) of ``n`` random positions: two kings and up to 30 other pieces anywhere."""
     rng = np.random.default_rng(seed)
-    boards, sides = [], []
+    out = []
     for _ in range(n):
         board = np.zeros(64, np.int8)
         sq = rng.permutation(64)
         board[sq[0]], board[sq[1]] = 6, 14
         k = int(rng.integers(0, 31))
         board[sq[2:2 + k]] = rng.choice([1, 2, 3, 4, 5, 9, 10, 11, 12, 13], size=k)
-        boards.append(board)
-        sides.append(int(rng.integers(0, 2)))
-    return from_boards(boards, sides)
+        out.append((board, int(rng.integers(0, 2))))
+    return out
+
+
+def _positions(n, seed):
+    boards = random_boards(n, seed)
+    return from_boards([b for b, _ in boards], [s for _, s in boards])
 
 
 @pytest.fixture(scope="module")

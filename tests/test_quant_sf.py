@@ -19,6 +19,7 @@ from nnue.quant.scheme import Scheme
 from nnue.quant.simulator import accumulate, simulate
 from nnue.train.quanterror import compare
 from tests.shared import NNUE_DATA, require
+from tests.test_quant_schemes import random_boards
 
 TSV = NNUE_DATA / "sf15.1_reference.tsv"
 
@@ -72,18 +73,8 @@ def test_simulator_equals_stockfish_reference_rows(sf):
 
 
 def _random_boards(n, seed=7):
-    rng = np.random.default_rng(seed)
-    boards, sides = [], []
-    for _ in range(n):
-        board = np.zeros(64, np.int8)
-        squares = rng.permutation(64)
-        board[squares[0]], board[squares[1]] = 6, 14
-        k = int(rng.integers(0, 31))
-        pieces = rng.choice([1, 2, 3, 4, 5, 9, 10, 11, 12, 13], size=k)
-        board[squares[2:2 + k]] = pieces
-        boards.append(board)
-        sides.append(int(rng.integers(0, 2)))
-    return boards, sides
+    boards = random_boards(n, seed)
+    return [b for b, _ in boards], [side for _, side in boards]
 
 
 def test_simulator_equals_engine_on_random_positions(nnue_arrays, sf):

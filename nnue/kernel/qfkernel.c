@@ -453,6 +453,25 @@ QF_API int64_t QF(find_nnz)(const uint8_t *x, int64_t l1, int32_t *nnz)
       _mm256_add_epi32((acc), _mm256_madd_epi16(_mm256_maddubs_epi16((xv), (wv)), _mm256_set1_epi16(1)))
 #endif
 
+/* fc_0 in plain C, exact for any byte: the scalar variant's fc0, and forward_scheme's for wide nets. */
+static void fc0_plain(const int8_t *w0g, const int32_t *b0, const uint8_t *x, const int32_t *nnz, int64_t n,
+                      int32_t *out)
+{
+    uint32_t s[QF_FC0_OUT];
+    for (int o = 0; o < QF_FC0_OUT; o++)
+        s[o] = (uint32_t)b0[o];
+    for (int64_t t = 0; t < n; t++) {
+        const int64_t g = nnz[t];
+        const int8_t *wg = w0g + W0G_GROUP * g;
+        const uint8_t *xg = x + 4 * g;
+        for (int o = 0; o < QF_FC0_OUT; o++)
+            s[o] += (uint32_t)(wg[4 * o] * xg[0] + wg[4 * o + 1] * xg[1] + wg[4 * o + 2] * xg[2]
+                               + wg[4 * o + 3] * xg[3]);
+    }
+    for (int o = 0; o < QF_FC0_OUT; o++)
+        out[o] = (int32_t)s[o];
+}
+
 QF_INLINE void fc0_impl(const int8_t *w0g, const int32_t *b0, const uint8_t *x, const int32_t *nnz, int64_t n,
                         int32_t *out)
 {
@@ -495,19 +514,7 @@ QF_INLINE void fc0_impl(const int8_t *w0g, const int32_t *b0, const uint8_t *x, 
     vstore(out, _mm256_add_epi32(lo0, lo1));
     vstore(out + 8, _mm256_add_epi32(hi0, hi1));
 #else
-    uint32_t s[QF_FC0_OUT];
-    for (int o = 0; o < QF_FC0_OUT; o++)
-        s[o] = (uint32_t)b0[o];
-    for (int64_t t = 0; t < n; t++) {
-        const int64_t g = nnz[t];
-        const int8_t *wg = w0g + W0G_GROUP * g;
-        const uint8_t *xg = x + 4 * g;
-        for (int o = 0; o < QF_FC0_OUT; o++)
-            s[o] += (uint32_t)(wg[4 * o] * xg[0] + wg[4 * o + 1] * xg[1] + wg[4 * o + 2] * xg[2]
-                               + wg[4 * o + 3] * xg[3]);
-    }
-    for (int o = 0; o < QF_FC0_OUT; o++)
-        out[o] = (int32_t)s[o];
+    fc0_plain(w0g, b0, x, nnz, n, out);
 #endif
 }
 
@@ -734,22 +741,7 @@ static void transform_scheme(const int16_t *acc, int64_t half, const int64_t *qs
     }
 }
 
-#define QF_SCHEME_MAX_L1 4096     /* widest net whose halves fit the stack buffer; wider ones take fc0_exact */
-
-/* Exact fc_0 for any byte, plain loops (only for nets wider than QF_SCHEME_MAX_L1 at resolution 255). */
-static void fc0_exact(const int8_t *w0g, const int32_t *b0, const uint8_t *x, const int32_t *nnz, int64_t n,
-                      int32_t *out)
-{
-    for (int o = 0; o < QF_FC0_OUT; o++)
-        out[o] = b0[o];
-    for (int64_t t = 0; t < n; t++) {
-        const int8_t *w = w0g + (int64_t)nnz[t] * QF_FC0_OUT * 4;
-        const uint8_t *xg = x + 4 * (int64_t)nnz[t];
-        for (int o = 0; o < QF_FC0_OUT; o++)
-            out[o] += (int32_t)w[4 * o] * xg[0] + (int32_t)w[4 * o + 1] * xg[1] + (int32_t)w[4 * o + 2] * xg[2]
-                      + (int32_t)w[4 * o + 3] * xg[3];
-    }
-}
+#define QF_SCHEME_MAX_L1 4096     /* widest net whose halves fit the stack buffer; wider ones take fc0_plain */
 
 QF_API int64_t QF(forward_scheme)(const int16_t *acc_us, const int16_t *acc_them, int64_t l1, const int64_t *qs,
                                   const int8_t *w0g, const int32_t *b0, const int8_t *w1, const int32_t *b1,
@@ -770,7 +762,7 @@ QF_API int64_t QF(forward_scheme)(const int16_t *acc_us, const int16_t *acc_them
     if (QF_ROW(qs, QF_S_X)[QF_SCHEME_Q_HI] <= 127) {
         fc0_impl(w0g, b0, x, nnz, n, z0);
     } else if (l1 > QF_SCHEME_MAX_L1) {
-        fc0_exact(w0g, b0, x, nnz, n, z0);
+        fc0_plain(w0g, b0, x, nnz, n, z0);
     } else {
         static const int32_t zero_bias[QF_FC0_OUT];
         uint8_t halves[2][QF_SCHEME_MAX_L1];
