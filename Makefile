@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 QF := $(VENV)/bin/quantfish
 
-.PHONY: install venv package kernel net warm test bench soak clean train-deps ournet
+.PHONY: install venv package kernel net warm test bench soak clean train-deps plot-deps ournet
 
 install: package kernel net warm
 
@@ -35,6 +35,10 @@ warm: package kernel
 # GB) for training our own nets (quantfish train / export) and their tests, which skip without it.
 train-deps: $(PY)
 	$(PY) -m pip install -q torch==2.13.0
+
+# Optional: matplotlib for `quantfish quant-report --plots` and its test, which skips without it.
+plot-deps: $(PY)
+	$(PY) -m pip install -q 'matplotlib>=3.7'
 
 # Remake Quantfish's own net the way nets/qf-*.nnue was made (nets/README.md): 9M self-play positions labelled
 # by the search with Stockfish 15.1's net, 5 epochs of training at L1 = 256, export. Needs make train-deps;

@@ -98,15 +98,16 @@ def test_checkpoint_float_net_equals_the_model(tmp_path):
     np.testing.assert_allclose(fnet.forward(pos).out, want, rtol=1e-5, atol=0.02)
 
 
-def test_the_toolkit_imports_no_torch():
+def test_the_toolkit_imports_no_torch_and_no_matplotlib():
     import subprocess
     from tests.shared import ROOT
     code = ("import sys\nimport nnue.quant.floatnet, nnue.quant.scheme, nnue.quant.build, nnue.quant.calibrate, "
             "nnue.quant.schemes, nnue.quant.simulator, nnue.quant.report, nnue.quant.qformat, "
-            "nnue.quant.positions, uci.quant_command\nprint('torch' in sys.modules)")
+            "nnue.quant.positions, nnue.quant.bestmove, nnue.quant.bitwidth, nnue.quant.plots, uci.quant_command"
+            "\nprint('torch' in sys.modules, 'matplotlib' in sys.modules)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == "False"
+    assert proc.stdout.strip() == "False False"
 
 
 def test_command_lists_every_scheme():

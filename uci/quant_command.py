@@ -2,14 +2,18 @@
 
     quantfish quant-report NET_OR_CHECKPOINT --positions FILE [--scheme NAME ...|all]
                            [--rounding floor|nearest|both] [--resolution 127|255|both]
-                           [--calibration FILE] [--limit N] [--layers] [--json]
+                           [--calibration FILE] [--limit N] [--best-move N] [--layers]
+                           [--bit-widths [--margin CP]] [--plots DIR] [--json]
     quantfish quantize SOURCE -o NET --scheme NAME [--rounding floor|nearest] [--resolution 127|255]
                        [--calibration FILE]
 
 The source is a Stockfish .nnue (dequantised with the fixed scales) or a training checkpoint (needs PyTorch).
 Positions are one FEN or EPD line each. Schemes other than ``sf`` calibrate their activation ranges on
 ``--calibration`` positions; without that option ``quant-report`` takes the first quarter of ``--positions``
-(at most 1000) for calibration and reports on the rest, so no position is used for both.
+(at most 1000) for calibration and reports on the rest, so no position is used for both. ``--best-move N``
+adds the one-ply best-move agreement on the first N reported positions (``nnue.quant.bestmove``),
+``--bit-widths`` Ristretto's bit-width search (``nnue.quant.bitwidth``), ``--plots DIR`` the figures of
+``nnue.quant.plots`` (matplotlib, an optional extra).
 
 ``quantize`` writes a plain Stockfish .nnue when the scheme is Stockfish's fixed arithmetic (``sf``, floor,
 127); any other scheme's scales cannot be stated in that format, so it writes a Quantfish-format net
@@ -19,11 +23,13 @@ Positions are one FEN or EPD line each. Schemes other than ``sf`` calibrate thei
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import click
 
 NAMES = ("sf", "range", "range-row", "dfp", "kl", "mse")
 MAX_CALIBRATION = 1000
+BEST_MOVE_POSITIONS = 500
 
 
 def _errors():
@@ -66,15 +72,30 @@ def _split(positions, calibration: str | None, needed: bool):
 @click.option("--calibration", type=click.Path(dir_okay=False, exists=True), default=None,
               help="Positions for the activation ranges (default: the first quarter of --positions).")
 @click.option("--limit", type=click.IntRange(1, None), default=None, help="Use only the first N positions.")
+@click.option("--best-move", "best_move", type=click.IntRange(0, None), default=BEST_MOVE_POSITIONS,
+              show_default=True,
+              help="Compare the one-ply best move of the integer and float nets on the first N reported "
+                   "positions (every legal move is evaluated: about 35 evaluations a position); 0: off.")
 @click.option("--layers", is_flag=True, help="Also print the per-layer table of each scheme.")
+@click.option("--bit-widths", "bit_widths", is_flag=True,
+              help="Also run Ristretto's bit-width search: the fewest bits per layer group within --margin.")
+@click.option("--margin", type=click.FloatRange(0, None, min_open=True), default=1.0, show_default=True,
+              help="The bit-width search's allowed error, cp MAE against the float net.")
+@click.option("--plots", "plot_dir", type=click.Path(file_okay=False), default=None,
+              help="Write PNG figures here: activation histograms with each scheme's clips, the error "
+                   "distribution, and a summary (needs matplotlib: make plot-deps).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object with every number.")
-def quant_report_command(source, positions_file, scheme_names, rounding, resolution, calibration, limit, layers,
-                         as_json):
+def quant_report_command(source, positions_file, scheme_names, rounding, resolution, calibration, limit, best_move,
+                         layers, bit_widths, margin, plot_dir, as_json):
     """Quantise a float net with each scheme and measure the integers against the float net."""
     try:
-        from nnue.quant import calibrate, report
+        from nnue.quant import bestmove, bitwidth, calibrate, report
         from nnue.quant.positions import read_positions
         from nnue.quant.schemes import CALIBRATED
+        if plot_dir is not None:
+            from nnue.quant.plots import _pyplot
+            _pyplot()                                   # no matplotlib: say so before the long part
+            Path(plot_dir).mkdir(parents=True, exist_ok=True)
         names = NAMES if "all" in scheme_names else (tuple(dict.fromkeys(scheme_names)) or ("sf",))
         roundings = ("floor", "nearest") if rounding == "both" else ((rounding,) if rounding else None)
         resolutions = (127, 255) if resolution == "both" else (int(resolution),)
@@ -82,13 +103,17 @@ def quant_report_command(source, positions_file, scheme_names, rounding, resolut
         positions = read_positions(positions_file, limit)
         cal, evaluate, note = _split(positions, calibration, bool(CALIBRATED & set(names)))
         stats = calibrate.collect(fnet, cal) if cal is not None else None
-        results = report.run(fnet, evaluate, names, roundings, resolutions, stats, layers=layers or as_json)
+        kids = bestmove.children(evaluate.take(slice(0, best_move))) if best_move else None
+        results = report.run(fnet, evaluate, names, roundings, resolutions, stats, layers=layers or as_json,
+                             kids=kids, plot_dir=plot_dir)
+        widths = bitwidth.search(fnet, evaluate, margin) if bit_widths else None
     except _errors() as exc:
         raise click.ClickException(str(exc)) from None
     if as_json:
         click.echo(json.dumps({"source": source, "positions": len(evaluate), "calibration": note or calibration,
                                "results": [r.to_dict() if isinstance(r, report.Report) else r._asdict()
-                                           for r in results]}))
+                                           for r in results],
+                               "bit_widths": widths.to_dict() if widths is not None else None}))
         return
     click.echo(f"{source}: integer simulator against the float net, {len(evaluate)} positions"
                + (f" ({note})" if note else ""))
@@ -98,6 +123,11 @@ def quant_report_command(source, positions_file, scheme_names, rounding, resolut
             if isinstance(r, report.Report):
                 click.echo("")
                 click.echo(report.format_layers(r))
+    if widths is not None:
+        click.echo("")
+        click.echo(bitwidth.format_report(widths))
+    if plot_dir is not None:
+        click.echo(f"plots: {plot_dir}/summary.png and one figure per scheme")
 
 
 @click.command("quantize")

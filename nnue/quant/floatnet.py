@@ -90,12 +90,14 @@ class FloatNet:
                    description=b"Network trained with Quantfish's trainer (nnue/train).", source=str(path))
 
     # -----------------------------------------------------------------------------------------------
-    def forward(self, positions, stack=None, chunk: int = 256) -> "FloatTrace":
+    def forward(self, positions, stack=None, chunk: int = 256, act=None) -> "FloatTrace":
         """Every intermediate of the float forward pass; ``stack`` (default: each position's bucket) chooses
-        the layer stack and PSQT bucket of each position."""
+        the layer stack and PSQT bucket of each position. ``act(site, values)``, when given, replaces the
+        activations at each site ("ft": the clamped accumulator, "x": fc_0's input, "hidden": the outputs of
+        ac_sqr_0, ac_0 and ac_1), for measuring a narrower activation type (``nnue.quant.bitwidth``)."""
         stack = positions.bucket if stack is None else np.broadcast_to(stack, positions.bucket.shape)
         parts = [self._chunk(positions.white[i:i + chunk], positions.black[i:i + chunk],
-                             positions.stm[i:i + chunk], stack[i:i + chunk])
+                             positions.stm[i:i + chunk], stack[i:i + chunk], act)
                  for i in range(0, len(positions), chunk)]
         return FloatTrace(*(np.concatenate(p) for p in zip(*parts)))
 
@@ -107,7 +109,7 @@ class FloatNet:
         psqt = self.ft_psqt[safe].sum(1) - pads * self.ft_psqt[0]
         return acc, psqt
 
-    def _chunk(self, white, black, stm, stack):
+    def _chunk(self, white, black, stm, stack, act=None):
         n = len(stm)
         acc_w, ps_w = self._accumulate(white)
         acc_b, ps_b = self._accumulate(black)
@@ -116,8 +118,12 @@ class FloatNet:
         ps_us, ps_them = np.where(wtm, ps_w, ps_b), np.where(wtm, ps_b, ps_w)
         half = self.l1 // 2
         a = np.clip(acc, 0.0, 1.0)
+        if act is not None:
+            a = act("ft", a)
         x = np.concatenate([a[:, :half] * a[:, half:self.l1], a[:, self.l1:self.l1 + half] * a[:, self.l1 + half:]],
                            1) * PAIRWISE
+        if act is not None:
+            x = act("x", x)
         rows = np.arange(n)
         psqt = (ps_us[rows, stack] - ps_them[rows, stack]) / 2
         z0 = np.empty((n, FC0_OUT))
@@ -130,8 +136,12 @@ class FloatNet:
             z0[m] = self.b0[s] + x[m] @ self.w0[s].T
             h = z0[m, :N_HIDDEN]
             l1in[m] = np.concatenate([np.minimum(h * h * SQR, 1.0), np.clip(h, 0.0, 1.0)], 1)
+            if act is not None:
+                l1in[m] = act("hidden", l1in[m])
             z1[m] = self.b1[s] + l1in[m] @ self.w1[s].T
             c1[m] = np.clip(z1[m], 0.0, 1.0)
+            if act is not None:
+                c1[m] = act("hidden", c1[m])
             z2[m] = self.b2[s] + c1[m] @ self.w2[s]
         out = (z2 + z0[:, SKIP] + psqt) * NNUE2SCORE
         return acc, x, psqt, z0, l1in, z1, c1, z2, out

@@ -1,12 +1,14 @@
 """Positions for calibration and reports: a FEN (or EPD) file as the HalfKAv2_hm inputs of both perspectives.
 
-Only the piece placement and the side to move matter to the net, so only those two fields are read: an EPD
-line (``<placement> <side> <castling> <ep> opcodes...``) serves as well as a FEN. The feature indices come
-from ``nnue.features.active_features``, the function the engine's accumulators use.
+Only the piece placement and the side to move matter to the net: an EPD line (``<placement> <side>
+<castling> <ep> opcodes...``) serves as well as a FEN. The castling and en-passant fields are kept (in
+``fens``) for the one-ply best-move measure, which needs the legal moves. The feature indices come from
+``nnue.features.active_features``, the function the engine's accumulators use.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import NamedTuple
 
@@ -16,6 +18,10 @@ from nnue.architecture import MAX_ACTIVE, PIECES_PER_STACK
 from nnue.features import active_features, king_square
 from nnue.placement import parse_placement
 
+
+
+_CASTLING = re.compile(r"-|[KQkqA-Ha-h]{1,4}")
+_EN_PASSANT = re.compile(r"-|[a-h][36]")
 
 
 class PositionError(ValueError):
@@ -29,7 +35,7 @@ class Positions(NamedTuple):
     black: np.ndarray      # int64[n, 32] Black's
     stm: np.ndarray        # int64[n] 0 White to move, 1 Black
     bucket: np.ndarray     # int64[n] layer stack (pieces - 1) // 4
-    fens: tuple            # the placement and side fields of each line
+    fens: tuple            # each line's placement, side, castling and en passant fields ("-" when absent)
 
     def __len__(self) -> int:
         return len(self.stm)
@@ -87,7 +93,9 @@ def parse_lines(lines, source: str = "positions") -> Positions:
         except PositionError as exc:
             raise PositionError(f"{source}:{number}: {exc}") from None
         sides.append(0 if fields[1] == "w" else 1)
-        fens.append(f"{fields[0]} {fields[1]}")
+        castling = fields[2] if len(fields) > 2 and _CASTLING.fullmatch(fields[2]) else "-"
+        en_passant = fields[3] if len(fields) > 3 and _EN_PASSANT.fullmatch(fields[3]) else "-"
+        fens.append(f"{fields[0]} {fields[1]} {castling} {en_passant}")
     if not boards:
         raise PositionError(f"{source}: no positions")
     return from_boards(boards, sides, fens)

@@ -9,16 +9,22 @@ and at zero, the fraction the integer top cut off although the float function di
 value lies above the top by more than half a step), and the SQNR, ``10 log10(sum f^2 / sum (f - q)^2)`` dB,
 of the dequantised integers ``q`` against the float values ``f``. Weights are compared with the float
 weights, activations with the float forward pass of the same positions through the same stacks.
+
+In play, the one-ply best-move agreement (``nnue.quant.bestmove``): how often the integer net's choice among
+the legal moves is the float net's, and the float value a different choice gives up.
 """
 
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 
 from nnue.architecture import N_HIDDEN
+from nnue.quant import bestmove
+from nnue.quant.bestmove import BestMove, Children
 from nnue.quant.build import QuantNet
 from nnue.quant.floatnet import SKIP, FloatNet, FloatTrace
 from nnue.quant.simulator import Accumulators, IntTrace, simulate
@@ -64,10 +70,13 @@ class Report(NamedTuple):
     resolution: int
     end_to_end: EndToEnd
     layers: tuple
+    best_move: BestMove | None = None
 
     def to_dict(self) -> dict:
+        bm = self.best_move
         return {"scheme": self.scheme, "rounding": self.rounding, "resolution": self.resolution,
                 "end_to_end": self.end_to_end._asdict(),
+                "best_move": None if bm is None else {k: _json_float(v) for k, v in bm._asdict().items()},
                 "layers": [{k: _json_float(v) for k, v in row._asdict().items()} for row in self.layers]}
 
 
@@ -156,6 +165,10 @@ def compare(qnet: QuantNet, fnet: FloatNet, positions, ftrace: FloatTrace | None
     """The report of ``qnet`` against ``fnet`` on ``positions`` (each through its own bucket's stack)."""
     ft = ftrace if ftrace is not None else fnet.forward(positions)
     it = simulate(qnet, positions, accumulators=accumulators)
+    return _report(qnet, fnet, positions, ft, it, layers)
+
+
+def _report(qnet: QuantNet, fnet: FloatNet, positions, ft: FloatTrace, it: IntTrace, layers: bool) -> Report:
     sch = qnet.scheme
     rows = layer_rows(qnet, fnet, it, ft, positions.bucket) if layers else ()
     return Report(sch.name, sch.rounding, sch.resolution, end_to_end(it.raw, ft.out), rows)
@@ -165,16 +178,24 @@ def compare(qnet: QuantNet, fnet: FloatNet, positions, ftrace: FloatTrace | None
 # Text
 
 def format_summary(reports) -> str:
-    """One line per report: the end-to-end errors."""
+    """One line per report: the end-to-end errors, and the one-ply best-move agreement when measured."""
+    moves = any(isinstance(r, Report) and r.best_move is not None for r in reports)
     lines = [f"{'scheme':<10} {'rounding':<8} {'res':>4} {'positions':>9} {'MAE cp':>7} {'p99':>7} {'max':>7} "
-             f"{'bias':>7} {'sign':>7}"]
+             f"{'bias':>7} {'sign':>7}" + (f" {'best move':>9} {'loss cp':>7}" if moves else "")]
     for r in reports:
         if isinstance(r, Failure):
             lines.append(f"{r.scheme:<10} {r.rounding:<8} {r.resolution:>4} refused: {r.error}")
             continue
         e = r.end_to_end
-        lines.append(f"{r.scheme:<10} {r.rounding:<8} {r.resolution:>4} {e.positions:>9} {e.mae:>7.3f} "
-                     f"{e.p99:>7.2f} {e.max:>7.2f} {e.bias:>+7.3f} {e.sign * 100:>6.2f}%")
+        line = (f"{r.scheme:<10} {r.rounding:<8} {r.resolution:>4} {e.positions:>9} {e.mae:>7.3f} "
+                f"{e.p99:>7.2f} {e.max:>7.2f} {e.bias:>+7.3f} {e.sign * 100:>6.2f}%")
+        if r.best_move is not None:
+            line += f" {r.best_move.agreement * 100:>8.2f}% {r.best_move.cp_loss:>7.3f}"
+        lines.append(line)
+    if moves:
+        bm = next(r.best_move for r in reports if isinstance(r, Report) and r.best_move is not None)
+        lines.append(f"best move: one-ply choice agrees with the float net's, on {bm.positions} positions with a "
+                     f"choice; loss: the float value the integer choice gives up (cp, mean)")
     return "\n".join(lines)
 
 
@@ -193,30 +214,69 @@ def format_layers(report: Report) -> str:
 # ---------------------------------------------------------------------------------------------------------
 # Many schemes on the same positions
 
+def child_values(fnet: FloatNet, qnets: list, kids: Children, chunk: int = 2048):
+    """The float net's and each integer net's values of every child (internal units), ``chunk`` children at a
+    time so that the accumulators of a few hundred thousand children never sit in memory at once."""
+    from nnue.quant.simulator import accumulate
+
+    n = len(kids.positions)
+    out = np.empty(n)
+    ints = [np.empty(n, np.int64) for _ in qnets]
+    for i in range(0, n, chunk):
+        part = kids.positions.take(slice(i, i + chunk))
+        out[i:i + chunk] = fnet.forward(part).out
+        cache = {}
+        for q, qnet in enumerate(qnets):
+            key = qnet.scheme.ft_scale
+            if key not in cache:
+                cache[key] = accumulate(qnet, part)
+            ints[q][i:i + chunk] = simulate(qnet, part, accumulators=cache[key]).raw
+    return out, ints
+
+
 def run(fnet: FloatNet, positions, names, roundings=None, resolutions=(127,), stats=None,
-        layers: bool = False) -> list:
+        layers: bool = False, kids: Children | None = None, plot_dir=None) -> list:
     """A ``Report`` (or ``Failure``) per scheme x rounding x resolution, all on ``positions``.
 
     ``roundings`` None uses each scheme's default. The float pass runs once; the FT sums once per FT scale
-    (schemes that share the FT scale share its integers).
+    (schemes that share the FT scale share its integers). ``kids`` (``bestmove.children`` of some of the
+    positions) adds the one-ply best-move agreement to each report. ``plot_dir`` (an existing folder) gets
+    ``nnue.quant.plots``'s figures.
     """
     from nnue.quant import schemes
     from nnue.quant.build import QuantError
     from nnue.quant.simulator import accumulate
 
-    ft = fnet.forward(positions)
-    cache = {}
-    out = []
+    built = []
     for name in names:
         for rounding in (roundings or (schemes.default_rounding(name),)):
             for res in resolutions:
                 try:
-                    qnet = schemes.make(name, fnet, stats, rounding, res)
+                    built.append(schemes.make(name, fnet, stats, rounding, res))
                 except QuantError as exc:
-                    out.append(Failure(name, rounding, res, str(exc)))
-                    continue
-                key = qnet.scheme.ft_scale
-                if key not in cache:
-                    cache[key] = accumulate(qnet, positions)
-                out.append(compare(qnet, fnet, positions, ft, cache[key], layers))
+                    built.append(Failure(name, rounding, res, str(exc)))
+    qnets = [q for q in built if not isinstance(q, Failure)]
+    moves = {}
+    if kids is not None:
+        fchild, ichild = child_values(fnet, qnets, kids)
+        moves = {id(q): bestmove.agreement(kids, fchild, v, CP_PER_UNIT) for q, v in zip(qnets, ichild)}
+    ft = fnet.forward(positions)
+    cache = {}
+    out = []
+    for qnet in built:
+        if isinstance(qnet, Failure):
+            out.append(qnet)
+            continue
+        key = qnet.scheme.ft_scale
+        if key not in cache:
+            cache[key] = accumulate(qnet, positions)
+        it = simulate(qnet, positions, accumulators=cache[key])
+        rep = _report(qnet, fnet, positions, ft, it, layers)._replace(best_move=moves.get(id(qnet)))
+        if plot_dir is not None:
+            from nnue.quant import plots
+            plots.scheme_figure(rep, qnet.scheme, ft, it, Path(plot_dir) / plots.file_name(rep), CP_PER_UNIT)
+        out.append(rep)
+    if plot_dir is not None:
+        from nnue.quant import plots
+        plots.summary_figure(out, Path(plot_dir) / "summary.png")
     return out
