@@ -114,3 +114,59 @@ def test_command_lists_every_scheme():
     from nnue.quant.schemes import NAMES
     from uci.quant_command import NAMES as COMMAND_NAMES
     assert COMMAND_NAMES == NAMES          # repeated there so that loading the command line imports no numpy
+
+
+def _nnue_pytorch_state(net, torch, factorised=True):
+    """Stockfish's net as nnue-pytorch would hold it (float32; HalfKAv2_hm^ virtual rows and the l1
+    factoriser carrying a random share of each weight, as training leaves them)."""
+    from nnue.architecture import NUM_FEATURES, PS_NB
+    f = FloatNet.from_net(net)
+    rng = np.random.default_rng(11)
+    ft = np.concatenate([f.ft_weights, f.ft_psqt], 1)
+    if factorised:
+        virtual = rng.normal(0, 0.05, (PS_NB, ft.shape[1]))
+        ft = np.concatenate([ft - virtual[np.arange(NUM_FEATURES) % PS_NB], virtual])
+    fact_w = rng.normal(0, 0.05, f.w0.shape[1:])
+    fact_b = rng.normal(0, 0.05, f.b0.shape[1:])
+    t = lambda a: torch.tensor(np.asarray(a), dtype=torch.float32)
+    return {"input.weight": t(ft), "input.bias": t(np.concatenate([f.ft_bias, np.zeros(8)])),
+            "layer_stacks.l1.weight": t((f.w0 - fact_w).reshape(-1, f.l1)),
+            "layer_stacks.l1.bias": t((f.b0 - fact_b).reshape(-1)),
+            "layer_stacks.l1_fact.weight": t(fact_w), "layer_stacks.l1_fact.bias": t(fact_b),
+            "layer_stacks.l2.weight": t(f.w1.reshape(-1, f.w1.shape[2])), "layer_stacks.l2.bias": t(f.b1.reshape(-1)),
+            "layer_stacks.output.weight": t(f.w2), "layer_stacks.output.bias": t(f.b2)}
+
+
+def test_nnue_pytorch_checkpoint_quantises_to_stockfish_integers(nnue_net, tmp_path):
+    torch = pytest.importorskip("torch", reason="reading an nnue-pytorch checkpoint needs PyTorch")
+    ckpt = tmp_path / "nnue-pytorch.ckpt"
+    torch.save({"epoch": 400, "state_dict": _nnue_pytorch_state(nnue_net, torch)}, ckpt)
+    out = tmp_path / "sf.nnue"
+    res = CliRunner().invoke(main, ["quantize", str(ckpt), "-o", str(out), "--scheme", "sf"])
+    assert res.exit_code == 0, res.output
+    got = load_net(out)
+    for field in ("ft_bias", "ft_weights", "ft_psqt", "b0", "w0", "b1", "w1", "b2", "w2"):
+        assert np.array_equal(getattr(got, field), getattr(nnue_net, field)), field
+    plain = tmp_path / "plain.pt"                   # unfactorised, a bare state dict with a prefix
+    sd = _nnue_pytorch_state(nnue_net, torch, factorised=False)
+    torch.save({f"model.{k}": v for k, v in sd.items()}, plain)
+    assert np.array_equal(FloatNet.from_checkpoint(plain).ft_weights, FloatNet.from_net(nnue_net).ft_weights
+                          .astype(np.float32).astype(np.float64))
+
+
+def test_nnue_pytorch_checkpoint_refusals(nnue_net, tmp_path):
+    torch = pytest.importorskip("torch", reason="reading an nnue-pytorch checkpoint needs PyTorch")
+    sd = _nnue_pytorch_state(nnue_net, torch, factorised=False)
+    cases = {"shape.pt": ({**sd, "layer_stacks.l2.weight": torch.zeros(256, 31)}, "layer_stacks.l2.weight has shape"),
+             "missing.pt": ({k: v for k, v in sd.items() if k != "layer_stacks.output.bias"}, "lacks"),
+             "other.pt": ({"weights": torch.zeros(3)}, "neither a Quantfish training checkpoint nor"),
+             "objects.ckpt": ({"state_dict": sd, "hyper_parameters": {"feature_set": _Opaque()}}, "state_dict alone")}
+    for name, (state, message) in cases.items():
+        path = tmp_path / name
+        torch.save(state, path)
+        res = CliRunner().invoke(main, ["quantize", str(path), "-o", str(tmp_path / "o.nnue"), "--scheme", "sf"])
+        assert res.exit_code != 0 and message in res.output and "Traceback" not in res.output, (name, res.output)
+
+
+class _Opaque:
+    """A Python object in a checkpoint: what weights_only loading refuses to unpickle."""

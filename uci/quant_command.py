@@ -7,7 +7,8 @@
     quantfish quantize SOURCE -o NET --scheme NAME [--rounding floor|nearest] [--resolution 127|255]
                        [--calibration FILE]
 
-The source is a Stockfish .nnue (dequantised with the fixed scales) or a training checkpoint (needs PyTorch).
+The source is a Stockfish .nnue (dequantised with the fixed scales) or a training checkpoint, Quantfish's or
+nnue-pytorch's (its state dict, alone or in a Lightning .ckpt; needs PyTorch).
 Positions are one FEN or EPD line each. Schemes other than ``sf`` calibrate their activation ranges on
 ``--calibration`` positions; without that option ``quant-report`` takes the first quarter of ``--positions``
 (at most 1000) for calibration and reports on the rest, so no position is used for both. ``--best-move N``

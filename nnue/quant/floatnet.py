@@ -9,7 +9,8 @@ the 127/128 factors are part of the function the trainer learns (nnue.train.scal
 
 Constructors: ``from_net`` (a Stockfish ``Net`` divided by nnue-pytorch's fixed scales: FT 127, hidden
 weights 64, biases 127 * 64, output weights 600 * 16 / 127, output bias and PSQT 9600) and
-``from_checkpoint`` (a training checkpoint; the only place torch is imported).
+``from_checkpoint`` (a training checkpoint, Quantfish's or nnue-pytorch's; the only place torch is
+imported).
 """
 
 from __future__ import annotations
@@ -72,13 +73,26 @@ class FloatNet:
 
     @classmethod
     def from_checkpoint(cls, path) -> "FloatNet":
-        """The model tensors of a training checkpoint (``nnue.train.checkpoint``), shape checked."""
+        """The model tensors of a training checkpoint, shape checked: Quantfish's trainer's
+        (``nnue.train.checkpoint``) or nnue-pytorch's (``nnue.quant.nnue_pytorch``)."""
         try:
             import torch  # noqa: F401
         except ImportError:
             raise ImportError(TORCH_MISSING) from None
-        from nnue.train.checkpoint import check_arch, load_checkpoint
-        state = load_checkpoint(path)
+        from nnue.quant import nnue_pytorch
+        from nnue.train.checkpoint import FORMAT, check_arch, check_format, read_state
+        state = read_state(path)
+        foreign = None if isinstance(state, dict) and state.get("format") == FORMAT else \
+            nnue_pytorch.find_state_dict(state)
+        if foreign is not None:
+            tensors = {k: v.detach().cpu().double().numpy() for k, v in foreign.items() if hasattr(v, "detach")}
+            return cls(**nnue_pytorch.arrays(tensors, str(path)),
+                       description=b"Network trained with nnue-pytorch.", source=str(path))
+        if not isinstance(state, dict) or "format" not in state:
+            from nnue.train.checkpoint import CheckpointError
+            raise CheckpointError(f"{path}: neither a Quantfish training checkpoint nor an nnue-pytorch state dict "
+                                  f"(no input.weight tensor)")
+        state = check_format(state, path)
         l1 = int(state.get("arch", {}).get("l1", 0))
         check_arch(state, l1, path)
         m = {k: v.detach().cpu().double().numpy() for k, v in state["model"].items()}

@@ -44,16 +44,28 @@ def save_checkpoint(path, model, optimizer=None, scheduler=None, epoch: int = 0,
     return path
 
 
-def load_checkpoint(path) -> dict:
-    """Read and validate the format of a checkpoint (not yet its shape: see ``check_arch``)."""
+def read_state(path):
+    """Whatever a checkpoint file holds (tensors and plain values only), or a ``CheckpointError``."""
     path = Path(path)
     if not path.is_file():
         raise CheckpointError(f"checkpoint not found: {path}")
     try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
+        return torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:       # torch raises many types for a damaged or foreign file
         raise CheckpointError(f"{path}: not a readable training checkpoint ({type(exc).__name__}: "
-                              f"{str(exc).splitlines()[0] if str(exc) else 'no detail'})") from None
+                              f"{str(exc).splitlines()[0] if str(exc) else 'no detail'}); a checkpoint holding "
+                              f"Python objects (a Lightning .ckpt with hyperparameters, a whole pickled model) "
+                              f"is not unpickled: save its state_dict alone with torch.save") from None
+
+
+def load_checkpoint(path) -> dict:
+    """Read and validate the format of a checkpoint (not yet its shape: see ``check_arch``)."""
+    return check_format(read_state(path), path)
+
+
+def check_format(state, path) -> dict:
+    """``state`` if it is a Quantfish training checkpoint of this format version."""
+    path = Path(path)
     if not isinstance(state, dict) or state.get("format") != FORMAT:
         raise CheckpointError(f"{path}: not a Quantfish training checkpoint (format {FORMAT!r} expected)")
     if state.get("version") != FORMAT_VERSION:
