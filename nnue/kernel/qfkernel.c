@@ -698,6 +698,31 @@ QF_INLINE int64_t requant_row(int64_t v, const int64_t *q, int64_t row)
     return floor_div(p + (d >> 1), d);
 }
 
+/* out[o] = R(v[o] * mul[o] / (div << shift)) for o < n: requant_row with the site's shift, divisor and rounding
+   hoisted out of the loop, so that each rounding's loop has no branch and the compiler vectorises it. */
+QF_INLINE void requant_rows(const int64_t *v, int n, const int64_t *q, int64_t *out)
+{
+    const int64_t *mul = q + QF_SCHEME_Q_MUL;
+    const int64_t s = q[QF_SCHEME_Q_SHIFT], r = q[QF_SCHEME_Q_ROUND];
+    if (q[QF_SCHEME_Q_DIV] != 1 || q[QF_SCHEME_Q_WRAP]) {
+        for (int o = 0; o < n; o++)
+            out[o] = requant_row(v[o], q, o);
+    } else if (s == 0) {
+        for (int o = 0; o < n; o++)
+            out[o] = v[o] * mul[o];
+    } else if (r == 0) {
+        for (int o = 0; o < n; o++)
+            out[o] = (v[o] * mul[o]) >> s;
+    } else if (r == 2) {
+        const int64_t add = (int64_t)1 << (s - 1);
+        for (int o = 0; o < n; o++)
+            out[o] = (v[o] * mul[o] + add) >> s;
+    } else {
+        for (int o = 0; o < n; o++)
+            out[o] = requant_row(v[o], q, o);
+    }
+}
+
 /* x[j] = clamp(R_x(clamp(a[j], 0, ft_hi) * clamp(a[j + half], 0, ft_hi)), 0, x_hi) for one perspective. */
 static void transform_scheme(const int16_t *acc, int64_t half, const int64_t *qs, uint8_t *x)
 {
@@ -781,36 +806,40 @@ QF_API int64_t QF(forward_scheme)(const int16_t *acc_us, const int16_t *acc_them
         fc0_out[o] = z0[o];
 
     /* SqrClippedReLU and ClippedReLU of z0[0..14] */
-    const int64_t *qsq = QF_ROW(qs, QF_S_SQR), *lim = QF_ROW(qs, QF_S_SQR_LIMIT), *q0 = QF_ROW(qs, QF_S_AC0);
+    const int64_t *qsq = QF_ROW(qs, QF_S_SQR), *lim = QF_ROW(qs, QF_S_SQR_LIMIT) + QF_SCHEME_Q_HI,
+                  *q0 = QF_ROW(qs, QF_S_AC0), *sq_hi = qsq + QF_SCHEME_Q_HI, *h_hi = q0 + QF_SCHEME_Q_HI;
     int32_t l1in[QF_FC1_IN];
-    const int nh = QF_FC0_OUT - 1;
+    enum { nh = QF_FC0_OUT - 1 };
+    int64_t hv[nh], sq[nh], h[nh];
     for (int o = 0; o < nh; o++) {
         const int64_t v = z0[o];
         int64_t c = v < 0 ? -v : v;
-        if (c > lim[QF_SCHEME_Q_HI + o])
-            c = lim[QF_SCHEME_Q_HI + o];
-        const int64_t sq = requant_row(c * c, qsq, o), sq_hi = qsq[QF_SCHEME_Q_HI + o];
-        l1in[o] = (int32_t)(sq > sq_hi ? sq_hi : sq);
-        const int64_t h = requant_row(v, q0, o), h_hi = q0[QF_SCHEME_Q_HI + o];
-        l1in[nh + o] = (int32_t)(h < 0 ? 0 : (h > h_hi ? h_hi : h));
+        c = c > lim[o] ? lim[o] : c;
+        hv[o] = v;
+        sq[o] = c * c;
+    }
+    requant_rows(sq, nh, qsq, sq);
+    requant_rows(hv, nh, q0, h);
+    for (int o = 0; o < nh; o++) {
+        l1in[o] = (int32_t)(sq[o] > sq_hi[o] ? sq_hi[o] : sq[o]);
+        l1in[nh + o] = (int32_t)(h[o] < 0 ? 0 : (h[o] > h_hi[o] ? h_hi[o] : h[o]));
     }
     for (int i = 2 * nh; i < QF_FC1_IN; i++)
         l1in[i] = 0;
 
     /* fc_1 (int32 sums: the quantiser proves they fit, nnue/quant/build.py), ClippedReLU, fc_2 */
-    const int64_t *q1 = QF_ROW(qs, QF_S_AC1);
-    int32_t z1[QF_FC1_OUT];
+    const int64_t *q1 = QF_ROW(qs, QF_S_AC1), *c_hi = q1 + QF_SCHEME_Q_HI;
+    int64_t z1[QF_FC1_OUT];
     for (int o = 0; o < QF_FC1_OUT; o++) {
         int32_t sum = b1[o];
         for (int i = 0; i < QF_FC1_IN; i++)
             sum += (int32_t)w1[o * QF_FC1_IN + i] * l1in[i];
         z1[o] = sum;
     }
+    requant_rows(z1, QF_FC1_OUT, q1, z1);
     int64_t z2 = b2;
     for (int o = 0; o < QF_FC1_OUT; o++) {
-        int64_t c = requant_row(z1[o], q1, o);
-        const int64_t c_hi = q1[QF_SCHEME_Q_HI + o];
-        c = c < 0 ? 0 : (c > c_hi ? c_hi : c);
+        const int64_t c = z1[o] < 0 ? 0 : (z1[o] > c_hi[o] ? c_hi[o] : z1[o]);
         z2 += (int64_t)w2[o] * c;
     }
     return requant_row(z2, QF_ROW(qs, QF_S_OUT), 0) + requant_row(z0[QF_FC0_OUT - 1], QF_ROW(qs, QF_S_SKIP), 0);
