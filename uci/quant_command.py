@@ -94,8 +94,8 @@ def quant_report_command(source, positions_file, scheme_names, rounding, resolut
         from nnue.quant.positions import read_positions
         from nnue.quant.schemes import CALIBRATED
         if plot_dir is not None:
-            from nnue.quant.plots import _pyplot
-            _pyplot()                                   # no matplotlib: say so before the long part
+            from nnue.quant.plots import pyplot_or_fail
+            pyplot_or_fail()                            # no matplotlib: say so before the long part
             Path(plot_dir).mkdir(parents=True, exist_ok=True)
         names = NAMES if "all" in scheme_names else (tuple(dict.fromkeys(scheme_names)) or ("sf",))
         roundings = ("floor", "nearest") if rounding == "both" else ((rounding,) if rounding else None)

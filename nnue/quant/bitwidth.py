@@ -21,9 +21,8 @@ from typing import NamedTuple
 import numpy as np
 
 from nnue.quant.floatnet import FloatNet
-from nnue.units import PAWN_VALUE_NORMALIZE
+from nnue.quant.report import CP_PER_UNIT
 
-CP_PER_UNIT = 100.0 / PAWN_VALUE_NORMALIZE
 FC1_PADDED = 32            # fc_1's 30 inputs, padded to 32 in the engine
 
 

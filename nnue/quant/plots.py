@@ -21,7 +21,7 @@ from nnue.quant.simulator import IntTrace
 MATPLOTLIB_MISSING = "--plots needs matplotlib (make plot-deps)"
 
 
-def _pyplot():
+def pyplot_or_fail():
     try:
         import matplotlib
     except ImportError:
@@ -49,7 +49,7 @@ def sites(scheme, ft: FloatTrace) -> list:
 
 def scheme_figure(report, scheme, ft: FloatTrace, it: IntTrace, path, cp_per_unit: float) -> Path:
     """The figure of one report; returns the file written."""
-    plt = _pyplot()
+    plt = pyplot_or_fail()
     fig, axes = plt.subplots(2, 3, figsize=(15, 8.5))
     for ax, (title, values, tops) in zip(axes.flat, sites(scheme, ft)):
         v = np.asarray(values, np.float64).ravel()
@@ -78,7 +78,7 @@ def scheme_figure(report, scheme, ft: FloatTrace, it: IntTrace, path, cp_per_uni
 
 def summary_figure(reports, path) -> Path:
     """Mean absolute error of every report, side by side."""
-    plt = _pyplot()
+    plt = pyplot_or_fail()
     rows = [r for r in reports if hasattr(r, "end_to_end")]
     fig, ax = plt.subplots(figsize=(max(6, 0.6 * len(rows) + 2), 4.5))
     labels = [f"{r.scheme}\n{r.rounding}\n{r.resolution}" for r in rows]
