@@ -131,7 +131,7 @@ class Engine:
         limits = to_limits(limit, board.turn)
         latest: dict[int, chess.engine.InfoDict] = {}
 
-        def on_info(depth, seldepth, multipv, score, nodes, time_ms, nps, hashfull, pv):
+        def on_info(depth, seldepth, multipv, score, nodes, time_ms, nps, hashfull, tbhits, pv):
             latest[multipv] = {"multipv": multipv, "depth": depth, "seldepth": seldepth, "nodes": nodes,
                                "time": time_ms / 1000, "nps": nps, "hashfull": hashfull,
                                "score": to_score(score, board.turn), "pv": to_pv(board, pv)}

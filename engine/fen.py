@@ -34,6 +34,10 @@ class Board:
         return int(self.st[ST_RULE50])
 
     @property
+    def fullmove(self):
+        return int(self.st[ST_FULLMOVE])
+
+    @property
     def chess960(self):
         return bool(self.st[ST_CHESS960])
 

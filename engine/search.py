@@ -85,11 +85,15 @@ def tt_bucket(tt, key):
 
 @njit(cache=True, nogil=True)
 def tt_probe(tt, key, out):
-    """Fills out = (move, score, eval, depth, bound) and returns True on a hit."""
+    """Fills out = (move, score, eval, depth, bound) and returns True on a hit.
+
+    An entry is (key XOR data, data), so that an entry torn by two threads writing it at once (Lazy SMP; the
+    words are written one at a time, with no lock) fails the key check instead of giving another position's
+    move: the data word is read once, and checked and decoded from that one read."""
     i = tt_bucket(tt, key)
     for j in range(0, TT_BUCKET, 2):
-        if tt[i + j] == key:
-            d = tt[i + j + 1]
+        d = tt[i + j + 1]
+        if tt[i + j] ^ d == key:
             out[0] = d & 0x1FFFF
             out[1] = ((d >> 17) & 0xFFFF) - 32768
             out[2] = ((d >> 33) & 0xFFFF) - 32768
@@ -104,7 +108,7 @@ def tt_store(tt, key, move, score, ev, depth, bound, gen):
     i = tt_bucket(tt, key)
     slot = -1
     for j in range(0, TT_BUCKET, 2):
-        if tt[i + j] == key:
+        if tt[i + j] ^ tt[i + j + 1] == key:
             slot = i + j
             break
     if slot < 0:
@@ -127,8 +131,9 @@ def tt_store(tt, key, move, score, ev, depth, bound, gen):
         old_gen = (old >> 59) & 31
         if bound != BOUND_EXACT and depth < old_depth - 3 and old_gen == (gen & 31):
             return
-    tt[slot] = key
-    tt[slot + 1] = _tt_pack(move, score, ev, depth, bound, gen)
+    data = _tt_pack(move, score, ev, depth, bound, gen)
+    tt[slot] = key ^ data
+    tt[slot + 1] = data
 
 
 @njit(cache=True, nogil=True)

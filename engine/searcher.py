@@ -46,6 +46,9 @@ class Line:
     moves: list
 
 
+TB_WIN = MATE_IN_MAX - 1    # a tablebase win's reported score, less the plies to zeroing (Stockfish's way)
+
+
 def score_to_uci(v):
     """``cp N`` or ``mate N`` in UCI's units (Stockfish 15.1's scaling)."""
     if v >= MATE_IN_MAX:
@@ -79,7 +82,7 @@ class Searcher:
     (``NetPairError`` otherwise) and evaluated with Stockfish 17.1's two-net ``Eval::evaluate``.
     """
 
-    def __init__(self, net, hash_mb=16, kernel_mode=None, small_net=None):
+    def __init__(self, net, hash_mb=16, kernel_mode=None, small_net=None, *, tt=None, kernel=None, share=None):
         if small_net is None and hasattr(net, "big") and hasattr(net, "small"):
             net, small_net = net.big, net.small
         if small_net is not None:
@@ -87,10 +90,16 @@ class Searcher:
             check_pair(net, small_net)
         self.net = net
         self.small_net = small_net
-        self.kernel = ckernel.load_kernel(kernel_mode)
+        self.kernel = kernel if kernel is not None else ckernel.load_kernel(kernel_mode)
         self.T = tables()
-        self.tt = make_tt(hash_mb)
+        # A Lazy SMP helper (engine.smp) gets the main searcher's table, kernel and (``share``) net arrays.
+        self.tt = tt if tt is not None else make_tt(hash_mb)
         self.ctl = new_control()
+        self._share = share
+        self.pool = None
+        # Syzygy tables at the root (engine.tablebase), set by set_tablebases; the last search's root probe.
+        self.tablebases, self.tb_rule50, self.tb_probe_limit = None, True, 7
+        self.tb_hits, self._tb_score = 0, None
         self._build()
 
     @property
@@ -114,11 +123,15 @@ class Searcher:
         return (f"{self.net.path} (big, L1 {self.net.arch.l1}) + {self.small_net.path} (small, L1 "
                 f"{self.small_net.arch.l1}), Stockfish {self.net.arch.generation_name} two-net evaluation")
 
-    def _net_slots(self, net, use_c):
-        """(arrays, cnet, stack, scratch, refresh cache) of one net for the search tuple."""
-        arrays = net.arrays()
+    def _net_slots(self, net, use_c, k=0):
+        """(arrays, cnet, stack, scratch, refresh cache) of one net (``k``: 0 the main net, 1 a pair's small
+        net) for the search tuple; a helper shares the main searcher's read-only arrays and cnet."""
+        if self._share is not None:
+            arrays, cnet = self._share._net_parts[k][:2]
+        else:
+            arrays, cnet = net.arrays(), ckernel.make_cnet(net, align_ft=use_c)
         l1 = arrays.ft_bias.shape[0]
-        return (arrays, ckernel.make_cnet(net, align_ft=use_c), ckernel.make_cstack(l1, STACK),
+        return (arrays, cnet, ckernel.make_cstack(l1, STACK),
                 ckernel.make_cscratch(l1) if use_c else make_scratch(l1), ckernel.make_refresh_cache(net))
 
     def _build(self):
@@ -132,7 +145,7 @@ class Searcher:
         # way (the make-move code clears them unconditionally).
         small_directory = netdir.unused()
         if self.small_net is not None:
-            s_arrays, s_cnet, s_stack, s_scratch, s_cache = self._net_slots(self.small_net, use_c)
+            s_arrays, s_cnet, s_stack, s_scratch, s_cache = self._net_slots(self.small_net, use_c, 1)
             self._net_parts.append((s_arrays, s_cnet, s_stack, s_scratch, s_cache))
             small_directory = netdir.directory(s_arrays, s_cnet, s_stack[0], s_stack[1], s_cache, s_scratch)
         self.ctl["use_c"] = 1 if use_c else 0
@@ -144,23 +157,58 @@ class Searcher:
 
     @property
     def nodes(self) -> int:
-        """Nodes searched by the current (or last) search."""
-        return int(self.ctl["nodes"][0])
+        """Nodes searched by the current (or last) search, helper threads included."""
+        return int(self.ctl["nodes"][0]) + (self.pool.nodes if self.pool else 0)
+
+    @property
+    def threads(self) -> int:
+        return 1 + (len(self.pool) if self.pool else 0)
+
+    def set_threads(self, n):
+        """Search with ``n`` threads (Lazy SMP, engine.smp): ``n`` - 1 helpers share this searcher's table."""
+        from engine.smp import HelperPool
+        if self.pool is not None:
+            self.pool.join()
+        self.pool = HelperPool(self, n - 1) if n > 1 else None
 
     @property
     def stopped(self) -> bool:
         """True once the search was told to stop (stop command, time, node limit)."""
         return bool(self.ctl["stop"][0])
 
+    def set_tablebases(self, tablebases, rule50=True, probe_limit=7):
+        """Rank the root moves with ``tablebases`` (an ``engine.tablebase.Tablebases``, or None for none)."""
+        self.tablebases, self.tb_rule50, self.tb_probe_limit = tablebases, bool(rule50), int(probe_limit)
+
+    def _tablebase_root(self, board, root):
+        """The root moves that keep the tables' best outcome, best first (``root`` when the tables do not
+        cover the position); sets the tablebase score reported instead of the search's and the probe count."""
+        from engine.notation import move_to_uci
+        from engine.tablebase import rank_outcome
+        probe = self.tablebases.rank_root(board.fen(), board.chess960, self.tb_rule50, self.tb_probe_limit)
+        if probe is None:
+            return root
+        self.tb_hits = len(probe.ranks)
+        rank = {m: probe.ranks[move_to_uci(m, board.chess960)] for m in root}
+        # With DTZ the exact rank (shortest win, longest loss); with WDL only, every move of the best outcome.
+        grade = (lambda m: rank[m]) if probe.by_dtz else (lambda m: rank_outcome(rank[m])[0])
+        best = max(grade(m) for m in root)
+        kept = sorted((m for m in root if grade(m) == best), key=lambda m: -rank[m])
+        outcome, plies = rank_outcome(rank[kept[0]])
+        self._tb_score = {2: TB_WIN - plies, 1: 1, 0: 0, -1: -1, -2: -TB_WIN + plies}[outcome]
+        return kept
+
     def set_kernel(self, mode):
         """Choose the evaluation path (auto, c or numba); returns the Kernel now live."""
         self.kernel = ckernel.load_kernel(mode)
         self._build()
+        self.set_threads(self.threads)
         return self.kernel
 
     def resize(self, hash_mb):
         self.tt = make_tt(hash_mb)
         self._build()
+        self.set_threads(self.threads)
 
     def clear(self):
         """Forget everything learnt from earlier searches (ucinewgame, Clear Hash)."""
@@ -168,9 +216,13 @@ class Searcher:
         self.S.history[:] = 0
         self.S.counters[:] = 0
         self.S.killers[:] = 0
+        if self.pool:
+            self.pool.clear()
 
     def stop(self):
         self.ctl["stop"] = 1
+        if self.pool:
+            self.pool.stop()
 
     def clear_stop(self):
         self.ctl["stop"] = 0
@@ -256,12 +308,25 @@ class Searcher:
             root = [m for m in root if m in limits.searchmoves] or root
         if not root:
             return 0, None, []
-        self.ctl["max_nodes"] = limits.nodes or 0
+        self.tb_hits, self._tb_score = 0, None
+        if self.tablebases is not None:
+            root = self._tablebase_root(board, root)
+        # With helper threads a node limit is shared out: the threads together search about ``nodes``.
+        share = -(-limits.nodes // self.threads) if limits.nodes else 0
+        self.ctl["max_nodes"] = share
         self.arm(clock)
         try:
+            if self.pool:
+                self.pool.start(self, board, game_keys, root, min(limits.depth or MAX_PLY - 8, MAX_PLY - 8), share)
             return self._deepen(board, root, limits, multipv, clock, on_info, start)
         finally:
+            if self.pool:
+                self.pool.join()
             self.arm(None)
+
+    def _reported(self, score):
+        """The score to report: the tables' when they ranked the root moves, unless the search found a mate."""
+        return score if self._tb_score is None or abs(score) >= MATE_IN_MAX else self._tb_score
 
     def _deepen(self, board, root, limits, multipv, clock, on_info, start):
         """Iterative deepening (with MultiPV lines) until a limit; see ``think``."""
@@ -305,9 +370,10 @@ class Searcher:
             if on_info:
                 nodes = self.nodes
                 for k, line in enumerate(lines):
-                    on_info(depth=depth, seldepth=int(self.ctl["seldepth"][0]), multipv=k + 1, score=line.score,
-                            nodes=nodes, time_ms=int(elapsed * 1000), nps=int(nodes / elapsed) if elapsed > 0 else 0,
-                            hashfull=self.hashfull(), pv=line.moves)
+                    on_info(depth=depth, seldepth=int(self.ctl["seldepth"][0]), multipv=k + 1,
+                            score=self._reported(line.score), nodes=nodes, time_ms=int(elapsed * 1000),
+                            nps=int(nodes / elapsed) if elapsed > 0 else 0, hashfull=self.hashfull(),
+                            tbhits=self.tb_hits, pv=line.moves)
             if not completed or self.stopped:
                 break
             if limits.mate and lines[0].score >= MATE_IN_MAX and (MATE - lines[0].score + 1) // 2 <= limits.mate:

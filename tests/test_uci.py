@@ -8,6 +8,7 @@ import time
 
 import chess
 import chess.engine
+import chess.syzygy
 import pytest
 
 ENGINE = [sys.executable, "-m", "uci.cli"]
@@ -299,3 +300,67 @@ def test_nnue_path_option_chooses_the_evaluation_code(uci, path):
     again = [l for l in uci.expect("bestmove") if l.startswith("info depth 6")][-1]
     # Both paths compute the same integers, so the search is the same node for node.
     assert first.split(" nps ")[0] == again.split(" nps ")[0]
+
+
+def test_threads_option_searches_with_helpers(uci):
+    uci.send("setoption name Threads value 300")
+    assert "between 1 and 256" in uci.expect("info string")[-1]
+    uci.send("setoption name Threads value 3")
+    uci.send("position startpos moves e2e4")
+    uci.send("go depth 7")
+    lines = uci.expect("bestmove")
+    assert chess.Move.from_uci(_bestmove(lines)) in chess.Board("rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b "
+                                                                "KQkq - 0 1").legal_moves
+    uci.send("go infinite")
+    time.sleep(0.5)
+    start = time.time()
+    uci.send("stop")
+    uci.expect("bestmove", timeout=5)
+    assert time.time() - start < 2.0
+    uci.send("setoption name Hash value 4")
+    uci.send("setoption name Clear Hash")
+    uci.send("go nodes 20000")
+    lines = uci.expect("bestmove")
+    nodes = int([l for l in lines if l.startswith("info depth")][-1].split(" nodes ")[1].split()[0])
+    assert nodes <= 20000 + 3 * 1024
+
+
+def test_show_wdl_adds_win_draw_loss_to_info(uci):
+    uci.send("setoption name UCI_ShowWDL value true")
+    uci.send("position startpos moves e2e4 e7e5")
+    uci.send("go depth 5")
+    infos = [l.split() for l in uci.expect("bestmove") if l.startswith("info depth")]
+    assert infos
+    for words in infos:
+        i = words.index("wdl")
+        assert words[i - 3] == "score" and sum(int(w) for w in words[i + 1:i + 4]) == 1000
+    # The model's values for the reported score at the game's ply (Black to move at move 20: ply 39).
+    from engine.wdl import wdl
+    uci.send("position fen 8/8/8/4k3/8/8/3q4/6K1 b - - 0 20")
+    uci.send("go depth 6")
+    words = [l.split() for l in uci.expect("bestmove") if l.startswith("info depth")][-1]
+    assert words[words.index("score") + 1] == "cp"
+    cp = int(words[words.index("score") + 2])
+    assert cp > 300
+    assert tuple(int(w) for w in words[words.index("wdl") + 1:words.index("wdl") + 4]) == wdl(cp, 39) != wdl(cp, 0)
+
+
+def test_syzygy_path_ranks_root_moves(uci):
+    uci.send("setoption name SyzygyPath value /no/such/dir")
+    text = uci.expect("info string")[-1]
+    assert "/no/such/dir" in text and "does not exist" in text
+    from tests.test_tablebase import KRK, TABLES
+    uci.send(f"setoption name SyzygyPath value {TABLES}")
+    assert "WDL" in uci.expect("info string")[-1]
+    uci.send(f"position fen {KRK}")
+    uci.send("go depth 3")
+    lines = uci.expect("bestmove")
+    info = [l.split() for l in lines if l.startswith("info depth")][-1]
+    assert int(info[info.index("tbhits") + 1]) > 0
+    assert info[info.index("score") + 1] == "mate" or int(info[info.index("score") + 2]) > 5000
+    board = chess.Board(KRK)
+    with chess.syzygy.open_tablebase(str(TABLES)) as tb:
+        board.push_uci(_bestmove(lines))
+        assert tb.probe_wdl(board) == -2
+    uci.send("setoption name SyzygyPath value")
+    assert "no Syzygy tables" in uci.expect("info string")[-1]

@@ -24,7 +24,8 @@ STDOUT_GRAMMAR = [re.compile(p) for p in (
     r"|string default \S.*|combo default \S+( var \S+)+)",
     r"uciok", r"readyok",
     r"info string \S.*",
-    rf"info depth \d+ seldepth \d+ multipv \d+ score (cp|mate) {_NUM} nodes \d+ nps \d+ hashfull \d+ time \d+ "
+    rf"info depth \d+ seldepth \d+ multipv \d+ score (cp|mate) {_NUM}( wdl \d+ \d+ \d+)? nodes \d+ nps \d+ "
+    rf"hashfull \d+ tbhits \d+ time \d+ "
     rf"pv(( {_MOVE})+| )",
     rf"bestmove (0000|{_MOVE})( ponder {_MOVE})?",
     # d

@@ -85,13 +85,18 @@ class Option:
 
 def make_options():
     opts = [
-        Option("Threads", "spin", 1, 1, 1),
+        Option("Threads", "spin", 1, 1, 256),
         Option("Hash", "spin", 16, 1, 16384),
         Option("Clear Hash", "button"),
         Option("Ponder", "check", False),
         Option("MultiPV", "spin", 1, 1, 256),
         Option("Move Overhead", "spin", 10, 0, 5000),
         Option("UCI_Chess960", "check", False),
+        Option("UCI_ShowWDL", "check", False),
+        Option("SyzygyPath", "string", "<empty>"),
+        Option("SyzygyProbeLimit", "spin", 7, 0, 7),
+        Option("Syzygy50MoveRule", "check", True),
+        Option("SyzygyProbeDepth", "spin", 1, 1, 100),
         Option("EvalFile", "string", DEFAULT_NET),
         Option("EvalFileSmall", "string", DEFAULT_NET_SMALL),
         Option("NNUE Path", "combo", "auto", choices=("auto", "c", "numba")),
@@ -133,6 +138,7 @@ class UciEngine:
         self._ply = 0
         self._lag = None
         self._line = None          # (fen, chess960, moves, boards, keys) of the last position command
+        self._tablebases = None    # engine.tablebase.Tablebases of SyzygyPath, None when it names no table
 
     # -- output -------------------------------------------------------------------------------
 
@@ -185,6 +191,7 @@ class UciEngine:
         net, small = (nets.big, nets.small) if isinstance(nets, tuple) else (nets, None)
         mode = self.options["nnue path"].value
         searcher = Searcher(net, self.options["hash"].value, None if mode == "auto" else mode, small_net=small)
+        searcher.set_threads(self.options["threads"].value)
         self._net, self._net_small, self._searcher = net, small, searcher
         self._net_path = searcher.describe_nets()
         self._announced = False
@@ -219,6 +226,18 @@ class UciEngine:
         if self._net_small is None and small_value != DEFAULT_NET_SMALL:
             text += f"; EvalFileSmall {small_value!r} ignored (the main net is not a Stockfish 17.1 big net)"
         self.info_string(text)
+
+    def _set_syzygy_path(self, path):
+        """Opens the tables of ``path`` (checked now, so that a bad directory is reported at once)."""
+        from engine.tablebase import Tablebases, TablebaseError
+        try:
+            tables = Tablebases(path)
+        except TablebaseError as exc:
+            raise UciError(f"{exc}; keeping SyzygyPath {self.options['syzygypath'].value}") from None
+        old, self._tablebases = self._tablebases, tables if tables.max_pieces else None
+        if old is not None and not self._searching():
+            old.close()
+        self.info_string(tables.describe())
 
     def ensure_ready(self):
         self.start_loading()
@@ -291,6 +310,8 @@ class UciEngine:
                 self.ensure_ready()
                 self._searcher.clear()
             return
+        if opt.name == "SyzygyPath" and not value:
+            value = "<empty>"                      # as Stockfish: an empty value turns the tables off
         new = opt.parse(value)
         if opt.name in ("EvalFile", "EvalFileSmall"):
             self._set_eval_file(opt, new)
@@ -301,8 +322,10 @@ class UciEngine:
             self.ensure_ready()
             kernel = self._searcher.set_kernel(None if new == "auto" else new)
             self.info_string(kernel.info_string())
-        elif opt.name == "Threads" and new != 1:
-            raise UciError("this version searches with one thread only")
+        elif opt.name == "Threads" and self._searcher is not None:
+            self._searcher.set_threads(new)
+        elif opt.name == "SyzygyPath":
+            self._set_syzygy_path(new)
         opt.value = new
 
     def cmd_ucinewgame(self, args):
@@ -509,6 +532,8 @@ class UciEngine:
             self._search_thread.start()
         self._search_done = False
         self._idle.clear()
+        self._searcher.set_tablebases(self._tablebases, self.options["syzygy50moverule"].value,
+                                      self.options["syzygyprobelimit"].value)
         self._searcher.clear_stop()   # here, not in the worker: a stop that comes before it starts still counts
         self._jobs.put((board, list(self._game_keys), limits))
 
@@ -524,12 +549,18 @@ class UciEngine:
     def _search_main(self, board, keys, limits):
         from engine.notation import move_to_uci
         from engine.searcher import score_to_uci
+        from engine.wdl import wdl_of_uci_score
         searcher = self._searcher
         chess960 = self.options["uci_chess960"].value or board.chess960
 
-        def on_info(depth, seldepth, multipv, score, nodes, time_ms, nps, hashfull, pv):
-            self.send(f"info depth {depth} seldepth {seldepth} multipv {multipv} score {score_to_uci(score)} "
-                      f"nodes {nodes} nps {nps} hashfull {hashfull} time {time_ms} pv "
+        show_wdl = self.options["uci_showwdl"].value
+        game_ply = 2 * (board.fullmove - 1) + board.side
+
+        def on_info(depth, seldepth, multipv, score, nodes, time_ms, nps, hashfull, tbhits, pv):
+            uci_score = score_to_uci(score)
+            wdl = f" wdl {' '.join(map(str, wdl_of_uci_score(uci_score, game_ply)))}" if show_wdl else ""
+            self.send(f"info depth {depth} seldepth {seldepth} multipv {multipv} score {uci_score}{wdl} "
+                      f"nodes {nodes} nps {nps} hashfull {hashfull} tbhits {tbhits} time {time_ms} pv "
                       + " ".join(move_to_uci(m, chess960) for m in pv))
 
         best = ponder = None
