@@ -7,6 +7,7 @@ previous state stays as it was.
 """
 import io
 import os
+import random
 import sys
 import threading
 import time
@@ -93,6 +94,9 @@ def make_options():
         Option("Move Overhead", "spin", 10, 0, 5000),
         Option("UCI_Chess960", "check", False),
         Option("UCI_ShowWDL", "check", False),
+        Option("Skill Level", "spin", 20, 0, 20),
+        Option("UCI_LimitStrength", "check", False),
+        Option("UCI_Elo", "spin", 1320, 1320, 2850),
         Option("SyzygyPath", "string", "<empty>"),
         Option("SyzygyProbeLimit", "spin", 7, 0, 7),
         Option("Syzygy50MoveRule", "check", True),
@@ -139,6 +143,7 @@ class UciEngine:
         self._lag = None
         self._line = None          # (fen, chess960, moves, boards, keys) of the last position command
         self._tablebases = None    # engine.tablebase.Tablebases of SyzygyPath, None when it names no table
+        self._rng = random.Random()  # draws a weakened search's move (Skill Level, UCI_Elo)
 
     # -- output -------------------------------------------------------------------------------
 
@@ -549,6 +554,10 @@ class UciEngine:
     def _search_main(self, board, keys, limits):
         from engine.notation import move_to_uci
         from engine.searcher import score_to_uci
+        import dataclasses
+
+        from engine.skill import MULTIPV as SKILL_MULTIPV
+        from engine.skill import Skill
         from engine.wdl import wdl_of_uci_score
         searcher = self._searcher
         chess960 = self.options["uci_chess960"].value or board.chess960
@@ -564,9 +573,18 @@ class UciEngine:
                       + " ".join(move_to_uci(m, chess960) for m in pv))
 
         best = ponder = None
+        skill = Skill.from_options(self.options["skill level"].value, self.options["uci_limitstrength"].value,
+                                   self.options["uci_elo"].value)
+        multipv, search_limits = self.options["multipv"].value, limits
+        if skill.enabled:       # a shallow search that keeps a few lines to choose a weaker move from
+            search_limits = dataclasses.replace(limits, depth=min(limits.depth or skill.depth, skill.depth))
+            multipv = max(multipv, SKILL_MULTIPV)
         try:
-            best, ponder, _ = searcher.think(board, keys, limits, self.options["multipv"].value, self._clock, on_info,
-                                             reset_stop=False)
+            best, ponder, lines = searcher.think(board, keys, search_limits, multipv, self._clock, on_info,
+                                                 reset_stop=False)
+            if skill.enabled and lines:
+                chosen = next(line for line in lines if line.moves[0] == skill.pick(lines, self._rng))
+                best, ponder = chosen.moves[0], (chosen.moves[1] if len(chosen.moves) > 1 else None)
         except Exception as exc:
             self.info_string(f"search error: {type(exc).__name__}: {exc}")
             print(traceback.format_exc(), file=sys.stderr)

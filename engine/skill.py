@@ -1,0 +1,62 @@
+"""Playing weaker on purpose: ``Skill Level`` and ``UCI_LimitStrength`` / ``UCI_Elo``.
+
+A weakened search looks only ``1 + level`` plies deep and keeps at least ``MULTIPV`` lines; the move played
+is then drawn from those lines: each line's shortfall against the best is partly forgiven, the more so the
+lower the level, and a random bonus (at most a middlegame pawn, scaled by the weakness) decides between lines that end
+up close. Level 20 is full strength and changes nothing. A fractional level (from ``UCI_Elo``) limits the
+depth by its whole part and weakens the choice by its exact value.
+
+``UCI_Elo`` maps to a level by ``level = ((elo - ELO_AT_ZERO) / ELO_SCALE) ** (1 / ELO_POWER)``, the form
+Stockfish 15.1 uses for its own skill levels, with constants calibrated against Stockfish 15.1 at the same
+``UCI_Elo`` (see ``ELO_*`` below and README: Strength limiting).
+"""
+from __future__ import annotations
+
+import random
+from typing import NamedTuple, Optional, Sequence
+
+FULL_LEVEL = 20
+MULTIPV = 4                 # lines a weakened search keeps to choose from
+ELO_MIN, ELO_MAX = 1320, 2850
+ELO_AT_ZERO = 1346.6        # UCI_Elo of level 0 (below it, level 0 still)
+ELO_SCALE = 143.4
+ELO_POWER = 0.806
+RANDOM_CAP = 126            # the random bonus's scale at most: a middlegame pawn in the search's units
+
+
+class Skill(NamedTuple):
+    """A strength setting: ``level`` in 0..20 (20 = full strength)."""
+    level: float
+
+    @classmethod
+    def from_options(cls, skill_level: int, limit_strength: bool, elo: int) -> "Skill":
+        """The setting of the UCI options: ``UCI_LimitStrength`` with ``UCI_Elo`` wins over ``Skill Level``."""
+        return cls.from_elo(elo) if limit_strength else cls(float(skill_level))
+
+    @classmethod
+    def from_elo(cls, elo: int) -> "Skill":
+        x = max(0.0, (elo - ELO_AT_ZERO) / ELO_SCALE)
+        return cls(min(float(FULL_LEVEL), x ** (1 / ELO_POWER)))
+
+    @property
+    def enabled(self) -> bool:
+        return self.level < FULL_LEVEL
+
+    @property
+    def depth(self) -> int:
+        """The deepest iteration a weakened search runs."""
+        return 1 + int(self.level)
+
+    def pick(self, lines: Sequence, rng: Optional[random.Random] = None) -> int:
+        """The move to play among ``lines`` (``engine.searcher.Line``s, best first, of one iteration)."""
+        rng = rng or random
+        weakness = 120 - 2 * self.level
+        top = lines[0].score
+        spread = min(top - lines[-1].score, RANDOM_CAP)
+        best_move, best_value = lines[0].moves[0], None
+        for line in lines:
+            shortfall = top - line.score
+            value = line.score + (weakness * shortfall + spread * rng.random() * weakness) / 128
+            if best_value is None or value > best_value:
+                best_move, best_value = line.moves[0], value
+        return best_move
