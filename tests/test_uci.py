@@ -379,6 +379,7 @@ def test_weakened_search_plays_legal_moves_from_a_shallow_multipv_search(uci, op
         uci.send("position startpos moves " + " ".join(m.uci() for m in board.move_stack))
         uci.send("go wtime 60000 btime 60000 winc 1000 binc 1000")
         lines = uci.expect("bestmove")
+        assert not [l for l in lines if "error" in l]       # no search error
         infos = [l.split() for l in lines if l.startswith("info depth")]
         assert max(int(w[w.index("depth") + 1]) for w in infos) == depth
         assert max(int(w[w.index("multipv") + 1]) for w in infos) == MULTIPV

@@ -583,7 +583,8 @@ class UciEngine:
             best, ponder, lines = searcher.think(board, keys, search_limits, multipv, self._clock, on_info,
                                                  reset_stop=False)
             if skill.enabled and lines:
-                chosen = next(line for line in lines if line.moves[0] == skill.pick(lines, self._rng))
+                move = skill.pick(lines, self._rng)
+                chosen = next(line for line in lines if line.moves[0] == move)
                 best, ponder = chosen.moves[0], (chosen.moves[1] if len(chosen.moves) > 1 else None)
         except Exception as exc:
             self.info_string(f"search error: {type(exc).__name__}: {exc}")
