@@ -1,14 +1,16 @@
 """Playing weaker on purpose: ``Skill Level`` and ``UCI_LimitStrength`` / ``UCI_Elo``.
 
-A weakened search looks only ``1 + level`` plies deep and keeps at least ``MULTIPV`` lines; the move played
-is then drawn from those lines: each line's shortfall against the best is partly forgiven, the more so the
-lower the level, and a random bonus (at most a middlegame pawn, scaled by the weakness) decides between lines that end
-up close. Level 20 is full strength and changes nothing. A fractional level (from ``UCI_Elo``) limits the
-depth by its whole part and weakens the choice by its exact value.
+A weakened search keeps at least ``MULTIPV`` lines, and the move played is drawn from them: each line's
+shortfall against the best is partly forgiven, the more so the lower the level, and a random bonus (at most a
+middlegame pawn, scaled by the weakness) decides between lines that end up close. Level 20 is full strength
+and changes nothing.
 
-``UCI_Elo`` maps to a level by ``level = ((elo - ELO_AT_ZERO) / ELO_SCALE) ** (1 / ELO_POWER)``, the form
-Stockfish 15.1 uses for its own skill levels, with constants calibrated against Stockfish 15.1 at the same
-``UCI_Elo`` (see ``ELO_*`` below and README: Strength limiting).
+- ``Skill Level`` (whole levels) also limits the search to ``1 + level`` plies: low levels see little.
+- ``UCI_Elo`` maps to a fractional level by ``level = ((elo - ELO_AT_ZERO) / ELO_SCALE) ** (1 / ELO_POWER)``
+  (the form of Stockfish 15.1's skill levels) and searches as deep as the clock allows, weakening only the
+  choice among the lines. This is how Stockfish 15.1 plays a fractional level (it draws from its last
+  iteration's lines), so that the two engines at one ``UCI_Elo`` differ by their searches only; the table in
+  the README says how close they came.
 """
 from __future__ import annotations
 
@@ -25,8 +27,9 @@ RANDOM_CAP = 126            # the random bonus's scale at most: a middlegame paw
 
 
 class Skill(NamedTuple):
-    """A strength setting: ``level`` in 0..20 (20 = full strength)."""
+    """A strength setting: ``level`` in 0..20 (20 = full strength); ``limit_depth``: search 1 + level plies."""
     level: float
+    limit_depth: bool = True
 
     @classmethod
     def from_options(cls, skill_level: int, limit_strength: bool, elo: int) -> "Skill":
@@ -36,16 +39,16 @@ class Skill(NamedTuple):
     @classmethod
     def from_elo(cls, elo: int) -> "Skill":
         x = max(0.0, (elo - ELO_AT_ZERO) / ELO_SCALE)
-        return cls(min(float(FULL_LEVEL), x ** (1 / ELO_POWER)))
+        return cls(min(float(FULL_LEVEL), x ** (1 / ELO_POWER)), limit_depth=False)
 
     @property
     def enabled(self) -> bool:
         return self.level < FULL_LEVEL
 
     @property
-    def depth(self) -> int:
-        """The deepest iteration a weakened search runs."""
-        return 1 + int(self.level)
+    def depth(self) -> Optional[int]:
+        """The deepest iteration a weakened search runs; None: as deep as the clock allows."""
+        return 1 + int(self.level) if self.limit_depth else None
 
     def pick(self, lines: Sequence, rng: Optional[random.Random] = None) -> int:
         """The move to play among ``lines`` (``engine.searcher.Line``s, best first, of one iteration)."""
