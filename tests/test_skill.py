@@ -5,7 +5,7 @@ from collections import Counter
 import pytest
 
 from engine.searcher import Line
-from engine.skill import ELO_MAX, ELO_MIN, FULL_LEVEL, Skill
+from engine.skill import ELO_EXTRA_DEPTH, ELO_MAX, ELO_MIN, FULL_LEVEL, Skill
 from nnue.units import PAWN_VALUE_NORMALIZE as PAWN
 
 
@@ -14,10 +14,11 @@ def test_elo_maps_to_levels_in_order():
     assert levels == sorted(levels)
     assert levels[0] < 1 and 0 <= levels[0]
     assert Skill.from_elo(ELO_MAX).level <= FULL_LEVEL
-    assert Skill.from_elo(2000).depth is None and Skill(7).depth == 8
+    assert Skill.from_elo(2000).depth == 1 + int(Skill.from_elo(2000).level) + ELO_EXTRA_DEPTH
+    assert Skill(7).depth == 8 and Skill.from_elo(2000).depth < Skill.from_elo(2500).depth
     assert not Skill(FULL_LEVEL).enabled and Skill(19.5).enabled
     assert Skill.from_options(20, True, 1500) == Skill.from_elo(1500)
-    assert Skill.from_options(7, False, 1500) == Skill(7.0, True)
+    assert Skill.from_options(7, False, 1500) == Skill(7.0, 0)
 
 
 def _lines(*scores):

@@ -366,7 +366,7 @@ def test_syzygy_path_ranks_root_moves(uci):
     assert "no Syzygy tables" in uci.expect("info string")[-1]
 
 
-@pytest.mark.parametrize("options,depth", [(("Skill Level", 0), 1), (("Skill Level", 3), 4), (("UCI_Elo", 2000), None)])
+@pytest.mark.parametrize("options,depth", [(("Skill Level", 0), 1), (("Skill Level", 3), 4), (("UCI_Elo", 1500), 6)])
 def test_weakened_search_plays_legal_moves_from_a_multipv_search(uci, options, depth):
     from engine.skill import MULTIPV
     name, value = options
@@ -377,13 +377,14 @@ def test_weakened_search_plays_legal_moves_from_a_multipv_search(uci, options, d
     for _ in range(6):
         uci.send("position startpos moves " + " ".join(m.uci() for m in board.move_stack))
         start = time.time()
-        uci.send("go wtime 3000 btime 3000 winc 100 binc 100")
+        # A weakened search stops at its depth, even when the GUI allows more; and it keeps to the clock.
+        uci.send("go depth 30" if name == "UCI_Elo" else "go wtime 3000 btime 3000 winc 100 binc 100")
         lines = uci.expect("bestmove")
-        assert time.time() - start < 3.0                   # the clock is kept
+        assert time.time() - start < 3.0 or name == "UCI_Elo"
         assert not [l for l in lines if "error" in l]       # no search error
         infos = [l.split() for l in lines if l.startswith("info depth")]
         reached = max(int(w[w.index("depth") + 1]) for w in infos)
-        assert reached == depth if depth else reached > 4   # Skill Level: 1 + level plies; UCI_Elo: the clock's
+        assert reached == depth                             # 1 + level plies (UCI_Elo: 4 more)
         assert max(int(w[w.index("multipv") + 1]) for w in infos) == MULTIPV
         move = chess.Move.from_uci(_bestmove(lines))
         assert move in board.legal_moves

@@ -577,8 +577,7 @@ class UciEngine:
                                    self.options["uci_elo"].value)
         multipv, search_limits = self.options["multipv"].value, limits
         if skill.enabled:       # a shallow search that keeps a few lines to choose a weaker move from
-            if skill.depth is not None:
-                search_limits = dataclasses.replace(limits, depth=min(limits.depth or skill.depth, skill.depth))
+            search_limits = dataclasses.replace(limits, depth=min(limits.depth or skill.depth, skill.depth))
             multipv = max(multipv, SKILL_MULTIPV)
         try:
             best, ponder, lines = searcher.think(board, keys, search_limits, multipv, self._clock, on_info,
