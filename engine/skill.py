@@ -21,8 +21,8 @@ FULL_LEVEL = 20
 MULTIPV = 4                 # lines a weakened search keeps to choose from
 ELO_MIN, ELO_MAX = 1320, 2850
 ELO_AT_ZERO = 1346.6        # UCI_Elo of level 0 (below it, level 0 still)
-ELO_SCALE = 143.4
-ELO_POWER = 0.806
+ELO_SCALE = 144.7
+ELO_POWER = 0.699
 ELO_EXTRA_DEPTH = 4         # UCI_Elo's plies beyond 1 + level (see above)
 RANDOM_CAP = 126            # the random bonus's scale at most: a middlegame pawn in the search's units
 
