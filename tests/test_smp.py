@@ -33,8 +33,9 @@ def test_threads_search_returns_legal_move_and_counts_all_nodes(searcher, thread
     best, _, lines = searcher.think(parse_fen(MIDDLEGAME), [], Limits(depth=8), on_info=lambda **k: infos.append(k))
     assert _legal(MIDDLEGAME, best)
     assert lines and lines[0].moves[0] == best
-    # info's node count includes the helpers: more than the main thread searched alone.
-    assert infos[-1]["nodes"] == searcher.nodes > int(searcher.ctl["nodes"][0])
+    # info's node count includes the helpers: more than the main thread searched alone (which searches no more
+    # after its last info line; the helpers run on until they are joined).
+    assert searcher.nodes >= infos[-1]["nodes"] > int(searcher.ctl["nodes"][0])
     assert all(h.nodes > 0 for h in searcher.pool.helpers)
 
 
