@@ -233,24 +233,145 @@ def _generate(T, bb, board, st, moves, quiets):
     rights = (st[ST_CASTLE] >> (2 * us)) & 3
     if quiets and chk == U0 and rights != 0:
         for r in range(2):
-            if not (rights >> r & 1):
-                continue
-            rs = st[ST_ROOKSQ + 2 * us + r]
-            kto, rto = castle_targets(ksq, rs)
-            span = between(T, ksq, kto) | between(T, rs, rto) | bit(kto) | bit(rto)
-            span &= ~(bit(ksq) | bit(rs))
-            if span & occ:
-                continue
-            occ2 = occ ^ bit(ksq) ^ bit(rs)
-            path = between(T, ksq, kto) | bit(kto)
-            ok = True
-            while path:
-                sq = lsb(path)
-                path = pop_lsb(path)
-                if is_attacked(T, bb, sq, occ2, them):
-                    ok = False
-                    break
-            if ok:
-                moves[n] = ksq | (rs << 6) | MOVE_CASTLE
+            if rights >> r & 1:
+                rs = st[ST_ROOKSQ + 2 * us + r]
+                if _can_castle(T, bb, us, ksq, rs, occ):
+                    moves[n] = ksq | (rs << 6) | MOVE_CASTLE
+                    n += 1
+    return n
+
+
+@njit(cache=True, nogil=True)
+def _can_castle(T, bb, us, ksq, rs, occ):
+    """Castling with the rook on ``rs`` (the right held, the king not in check): the squares the king and rook
+    pass over and land on are empty, and none the king crosses or lands on is attacked."""
+    kto, rto = castle_targets(ksq, rs)
+    span = between(T, ksq, kto) | between(T, rs, rto) | bit(kto) | bit(rto)
+    span &= ~(bit(ksq) | bit(rs))
+    if span & occ:
+        return False
+    occ2 = occ ^ bit(ksq) ^ bit(rs)
+    path = between(T, ksq, kto) | bit(kto)
+    while path:
+        if is_attacked(T, bb, lsb(path), occ2, 1 - us):
+            return False
+        path = pop_lsb(path)
+    return True
+
+
+RANK_3 = np.uint64(0x0000000000FF0000)
+RANK_6 = np.uint64(0x0000FF0000000000)
+RANK_8 = np.uint64(0xFF00000000000000)
+RANK_1 = np.uint64(0x00000000000000FF)
+NOT_FILE_A = np.uint64(0xFEFEFEFEFEFEFEFE)
+NOT_FILE_H = np.uint64(0x7F7F7F7F7F7F7F7F)
+S7 = np.uint64(7)
+S8 = np.uint64(8)
+S9 = np.uint64(9)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _count_with_promotions(targets, last_rank):
+    """Moves to ``targets``, four for each on the last rank."""
+    return popcount(targets & ~last_rank) + 4 * popcount(targets & last_rank)
+
+
+@njit(cache=True, nogil=True)
+def count_legal(T, bb, board, st):
+    """How many legal moves ``generate_legal`` would write, counted without writing them (perft's last ply).
+
+    The same pins and check mask; knight, slider and unpinned pawn moves are counted a bitboard at a time,
+    pawns by shifting the whole set; pinned pawns, king steps, en passant and castling one by one."""
+    us = st[ST_SIDE]
+    them = 1 - us
+    own = bb[us * 8]
+    enemy = bb[them * 8]
+    occ = own | enemy
+    ksq = st[ST_KSQ + us]
+    n = 0
+
+    chk = attackers_by(T, bb, ksq, occ, them)
+    occ_no_king = occ ^ bit(ksq)
+    targets = king_attacks(T, ksq) & ~own
+    while targets:
+        to = lsb(targets)
+        targets = pop_lsb(targets)
+        if not is_attacked(T, bb, to, occ_no_king, them):
+            n += 1
+    if chk != U0 and pop_lsb(chk) != U0:
+        return n
+
+    if chk != U0:
+        mask = between(T, ksq, lsb(chk)) | chk
+    else:
+        mask = ~own
+    pinned = pinned_pieces(T, bb, ksq, us)
+
+    pcs = bb[us * 8 + 2] & ~pinned
+    while pcs:
+        n += popcount(knight_attacks(T, lsb(pcs)) & mask)
+        pcs = pop_lsb(pcs)
+    pcs = bb[us * 8 + 3] | bb[us * 8 + 5]
+    while pcs:
+        s = lsb(pcs)
+        pcs = pop_lsb(pcs)
+        t = bishop_attacks(T, s, occ) & mask
+        if pinned & bit(s):
+            t &= line(T, ksq, s)
+        n += popcount(t)
+    pcs = bb[us * 8 + 4] | bb[us * 8 + 5]
+    while pcs:
+        s = lsb(pcs)
+        pcs = pop_lsb(pcs)
+        t = rook_attacks(T, s, occ) & mask
+        if pinned & bit(s):
+            t &= line(T, ksq, s)
+        n += popcount(t)
+
+    pawns = bb[us * 8 + 1]
+    empty = ~occ
+    free = pawns & ~pinned
+    if us == 0:
+        last = RANK_8
+        single = (free << S8) & empty
+        double = ((single & RANK_3) << S8) & empty
+        left = ((free & NOT_FILE_A) << S7) & enemy
+        right = ((free & NOT_FILE_H) << S9) & enemy
+    else:
+        last = RANK_1
+        single = (free >> S8) & empty
+        double = ((single & RANK_6) >> S8) & empty
+        left = ((free & NOT_FILE_A) >> S9) & enemy
+        right = ((free & NOT_FILE_H) >> S7) & enemy
+    n += _count_with_promotions(single & mask, last) + popcount(double & mask)
+    n += _count_with_promotions(left & mask, last) + _count_with_promotions(right & mask, last)
+    up = 8 if us == 0 else -8
+    pcs = pawns & pinned
+    while pcs:
+        s = lsb(pcs)
+        pcs = pop_lsb(pcs)
+        pmask = mask & line(T, ksq, s)
+        to = s + up
+        if board[to] == 0:
+            n += _count_with_promotions(bit(to) & pmask, last)
+            to2 = to + up
+            if (bit(s) & (RANK_1 << S8 if us == 0 else RANK_8 >> S8)) and board[to2] == 0:
+                n += popcount(bit(to2) & pmask)
+        n += _count_with_promotions(pawn_attacks(T, us, s) & enemy & pmask, last)
+    ep = st[ST_EP]
+    if ep != 64:
+        capsq = ep - up
+        pcs = pawn_attacks(T, them, ep) & pawns
+        while pcs:
+            s = lsb(pcs)
+            pcs = pop_lsb(pcs)
+            occ2 = (occ ^ bit(s) ^ bit(capsq)) | bit(ep)
+            if attackers_by(T, bb, ksq, occ2, them) & ~bit(capsq) & occ2 == U0:
+                n += 1
+
+    rights = (st[ST_CASTLE] >> (2 * us)) & 3
+    if chk == U0 and rights != 0:
+        for r in range(2):
+            if rights >> r & 1 and _can_castle(T, bb, us, ksq, st[ST_ROOKSQ + 2 * us + r], occ):
                 n += 1
     return n

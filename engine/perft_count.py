@@ -1,16 +1,21 @@
-"""Perft: counts leaf nodes of the legal move tree, the standard check of a move generator."""
+"""Perft: counts leaf nodes of the legal move tree, the standard check of a move generator.
+
+The last ply is bulk-counted: ``count_legal`` counts the moves without making or writing them. The recursion
+works on owner-less views with reference counting off, as the search does (``engine.intrinsics``): an atomic
+count change per array per call cost more than the move generation."""
 import numpy as np
 from numba import njit
 
-from engine.movegen import MAX_MOVES, generate_legal
+from engine.intrinsics import borrowed
+from engine.movegen import MAX_MOVES, count_legal, generate_legal
 from engine.position import ST_SIZE, make_move
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _perft(T, bbs, boards, sts, moves, dirty, ply, depth):
-    n = generate_legal(T, bbs[ply], boards[ply], sts[ply], moves[ply])
     if depth == 1:
-        return n
+        return count_legal(T, bbs[ply], boards[ply], sts[ply])
+    n = generate_legal(T, bbs[ply], boards[ply], sts[ply], moves[ply])
     total = 0
     for i in range(n):
         make_move(T, bbs[ply], boards[ply], sts[ply], bbs[ply + 1], boards[ply + 1], sts[ply + 1],
@@ -42,7 +47,8 @@ def perft_divide(T, bb, board, st, depth, out_moves, out_counts):
             out_counts[i] = 1
         else:
             make_move(T, bbs[0], boards[0], sts[0], bbs[1], boards[1], sts[1], moves[0, i], dirty)
-            out_counts[i] = _perft(T, bbs, boards, sts, moves, dirty, np.int64(1), np.int64(depth - 1))
+            out_counts[i] = _perft(borrowed(T), borrowed(bbs), borrowed(boards), borrowed(sts), borrowed(moves),
+                                   borrowed(dirty), np.int64(1), np.int64(depth - 1))
     return n
 
 
@@ -51,4 +57,5 @@ def perft(T, bb, board, st, depth):
     if depth <= 0:
         return 1
     bbs, boards, sts, moves, dirty = _stack(bb, board, st, depth)
-    return _perft(T, bbs, boards, sts, moves, dirty, np.int64(0), np.int64(depth))
+    return _perft(borrowed(T), borrowed(bbs), borrowed(boards), borrowed(sts), borrowed(moves), borrowed(dirty),
+                  np.int64(0), np.int64(depth))

@@ -30,9 +30,17 @@ def _our_moves(board, chess960):
     return sorted(move_to_uci(m, chess960) for m in legal_moves(board))
 
 
+def _count(board):
+    """perft's bulk count of the last ply, which writes no moves."""
+    from engine.movegen import count_legal
+    from engine.tables import tables
+    return int(count_legal(tables(), board.bb, board.board, board.st))
+
+
 def _compare(board, cb):
     chess960 = cb.chess960
     assert _our_moves(board, chess960) == _reference_moves(cb), cb.fen()
+    assert _count(board) == cb.legal_moves.count(), cb.fen()
     assert board.fen() == cb.fen(en_passant="xfen", shredder=False), cb.fen()
 
 
@@ -41,6 +49,7 @@ def test_suite_positions_match_python_chess():
         cb = chess.Board(fen, chess960=True)
         board = parse_fen(fen, chess960=True)
         assert _our_moves(board, True) == _reference_moves(cb), fen
+        assert _count(board) == cb.legal_moves.count(), fen
 
 
 @pytest.mark.parametrize("seed", range(6))
