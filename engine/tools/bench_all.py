@@ -1,14 +1,18 @@
-"""`make bench`: every speed figure side by side in one run, with Stockfish's where it is installed.
+"""`make bench`: every speed figure side by side in one run, next to Stockfish's.
 
     python -m engine.tools.bench_all [--runs N] [--bench-depth D] [--startup] [--skip-nnue]
 
 Perft (bulk-counted leaves) on the start position to depth 6 and Kiwipete to depth 5, next to
 python-chess on the same positions (at smaller depths: it is ~1000x slower) and Stockfish's
-``go perft``; the search bench (``engine.bench.run_bench``) with each evaluation path (C kernel, Numba)
-next to ``stockfish bench 16 1 13``; NNUE evaluations per second (``nnue.tools.bench``) and the C kernel
+``go perft``; the search bench (``engine.bench.run_bench``) with each evaluation path (the best C kernel
+variant, the AVX2 variant, the Numba path) next to ``stockfish bench 16 1 13``; the UCI start-up
+(``uciok``, ``readyok``); NNUE evaluations per second (``nnue.tools.bench``) and the C kernel
 against the Numba path (``nnue.tools.kernel_bench``). With ``--startup``, the cold (empty Numba cache) and
 warm start of ``quantfish perft`` measured on a temporary copy of the package (run as a subprocess, so this
 tool imports nothing from ``uci``). Each Quantfish figure is the median of ``--runs`` runs.
+
+Stockfish is ``$STOCKFISH`` when set (``STOCKFISH=/path/to/stockfish make bench``: a build for this CPU is
+the fair yardstick), else the installed one; the first line says which.
 """
 import argparse
 import os
@@ -27,10 +31,17 @@ PERFT_CASES = [
 
 
 def stockfish_path():
+    """``$STOCKFISH`` (a native build: the honest yardstick), else the installed one; with where it came from."""
+    given = os.environ.get("STOCKFISH")
+    if given:
+        path = shutil.which(given) or given
+        if not os.path.exists(path):
+            sys.exit(f"STOCKFISH={given}: no such file")
+        return path, "$STOCKFISH"
     for p in (shutil.which("stockfish"), "/usr/games/stockfish"):
         if p and os.path.exists(p):
-            return p
-    return None
+            return p, "installed (a generic build: set STOCKFISH=/path/to/native/stockfish for a fair ratio)"
+    return None, None
 
 
 def quantfish_perft_nps(fen, depth, runs):
@@ -110,17 +121,29 @@ def stockfish_bench_nps(path, runs):
     return statistics.median(rates)
 
 
-def quantfish_bench_nps(depth, runs, kernels=("c", "numba")):
-    """{path status: (nodes, median nodes/second)}, the paths' runs interleaved so load hits both alike."""
+def evaluation_paths():
+    """The kernels to bench: the best C variant, the AVX2 variant (what most machines run) and the Numba path."""
+    from nnue import ckernel
+    paths = [ckernel.load_kernel("c")]
+    try:
+        paths.append(ckernel.load_kernel(variant="avx2", require=True))
+    except ckernel.KernelUnavailable:
+        pass
+    paths.append(ckernel.load_kernel("numba"))
+    return paths
+
+
+def quantfish_bench_nps(depth, runs, kernels=None):
+    """{path status: (nodes, median nodes/second)}, the paths' runs interleaved so load hits all alike."""
     from engine.searcher import Searcher
     from nnue.netfile import load_net
     from nnue.netpath import resolve_net_path
     from engine.bench import run_bench
     net = load_net(resolve_net_path())
     searchers = {}
-    for mode in kernels:
-        s = Searcher(net, 16, mode)
-        searchers.setdefault(s.kernel.status, s)
+    for kernel in kernels or evaluation_paths():
+        if kernel.status not in searchers:
+            searchers[kernel.status] = Searcher(net, 16, kernel=kernel)
     results = {status: [] for status in searchers}
     for _ in range(runs):
         for status, s in searchers.items():
@@ -145,6 +168,30 @@ def startup_times():
         return times
 
 
+def uci_startup_times(runs):
+    """Median seconds from process start to ``uciok`` and from ``isready`` to ``readyok`` (warm Numba cache)."""
+    to_uciok, to_readyok = [], []
+    for _ in range(runs):
+        start = time.perf_counter()
+        p = subprocess.Popen([sys.executable, "-m", "uci.cli"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             text=True, bufsize=1)
+        p.stdin.write("uci\n")
+        p.stdin.flush()
+        for line in p.stdout:
+            if line.strip() == "uciok":
+                break
+        to_uciok.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        p.stdin.write("isready\n")
+        p.stdin.flush()
+        for line in p.stdout:
+            if line.strip() == "readyok":
+                break
+        to_readyok.append(time.perf_counter() - start)
+        p.communicate("quit\n", timeout=60)
+    return statistics.median(to_uciok), statistics.median(to_readyok)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=3)
@@ -152,8 +199,9 @@ def main(argv=None):
     ap.add_argument("--startup", action="store_true")
     ap.add_argument("--skip-nnue", action="store_true")
     args = ap.parse_args(argv)
-    sf_path = stockfish_path()
+    sf_path, sf_origin = stockfish_path()
     sf = Stockfish(sf_path) if sf_path else None
+    print(f"Stockfish: {sf_path}, {sf_origin}" if sf_path else "Stockfish: none found (set STOCKFISH=...)")
 
     print("== perft (leaf nodes per second, median of runs) ==")
     for name, fen, depth, small in PERFT_CASES:
@@ -184,6 +232,9 @@ def main(argv=None):
         from nnue.tools import kernel_bench
         kernel_bench.main(["--runs", str(max(3, args.runs))])
 
+    uciok, readyok = uci_startup_times(args.runs)
+    print(f"== UCI start-up (warm cache, median of runs) ==\nprocess start to uciok {uciok:.3f} s, "
+          f"isready to readyok {readyok:.3f} s", flush=True)
     if args.startup:
         cold, warm = startup_times()
         print(f"== start-up of `quantfish perft 1` ==\ncold (empty Numba cache) {cold:.1f} s, warm {warm:.2f} s")
