@@ -74,7 +74,7 @@ def directory(arrays, cnet, acc, psqt, cache, scratch) -> np.ndarray:
     return d
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def unpack(d):
     """(net arrays, cnet, acc, psqt, cache, scratch): views of the arrays listed in directory ``d``."""
     acc, psqt = _stack_views(d, E_ACC)
