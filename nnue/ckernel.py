@@ -68,7 +68,7 @@ from typing import NamedTuple, Optional
 import numpy as np
 from numba import njit
 
-from nnue import kernelfiles
+from nnue import kernelfiles, largepages
 from nnue.accumulator import MAX_DIRTY, NO_SQ
 from nnue.architecture import (
     BIAS_DTYPE, FC0_OUT, FC1_IN_PADDED, FC1_OUT, FC2_IN_PADDED, MAX_FT_SHIFT, WEIGHT_DTYPE, c_defines,
@@ -307,13 +307,12 @@ def load_kernel(mode: Optional[str] = None, variant: Optional[str] = None, path=
 # ------------------------------------------------------------------------------------------------------
 
 def aligned_zeros(shape, dtype, align: int = ALIGN) -> np.ndarray:
-    """C-contiguous zeroed array whose data starts on an ``align``-byte boundary."""
+    """C-contiguous zeroed array whose data starts on an ``align``-byte boundary; a large one (the FT weights,
+    the transposition table) on huge pages where the system gives them (``nnue.largepages``)."""
     dtype = np.dtype(dtype)
     shape = (shape,) if np.isscalar(shape) else tuple(shape)
     nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-    buf = np.zeros(nbytes + align, np.uint8)
-    off = (-buf.ctypes.data) % align
-    return buf[off:off + nbytes].view(dtype).reshape(shape)
+    return largepages.zeros(nbytes, align).view(dtype).reshape(shape)
 
 
 def aligned_copy(a: np.ndarray, align: int = ALIGN) -> np.ndarray:
