@@ -113,12 +113,9 @@ class Stockfish:
         self.p.wait()
 
 
-def stockfish_bench_nps(path, runs):
-    rates = []
-    for _ in range(runs):
-        out = subprocess.run([path, "bench", "16", "1", "13"], capture_output=True, text=True).stderr
-        rates.append(int(re.search(r"Nodes/second\s*:\s*(\d+)", out).group(1)))
-    return statistics.median(rates)
+def stockfish_bench_once(path):
+    out = subprocess.run([path, "bench", "16", "1", "13"], capture_output=True, text=True).stderr
+    return int(re.search(r"Nodes/second\s*:\s*(\d+)", out).group(1))
 
 
 def evaluation_paths():
@@ -133,8 +130,9 @@ def evaluation_paths():
     return paths
 
 
-def quantfish_bench_nps(depth, runs, kernels=None):
-    """{path status: (nodes, median nodes/second)}, the paths' runs interleaved so load hits all alike."""
+def quantfish_bench_nps(depth, runs, kernels=None, stockfish=None):
+    """{path status: (nodes, median nodes/second)}, the paths' runs interleaved so load hits all alike; with
+    ``stockfish`` (a path) its ``bench 16 1 13`` runs in the same rounds, under the key "stockfish"."""
     from engine.searcher import Searcher
     from nnue.netfile import load_net
     from nnue.netpath import resolve_net_path
@@ -145,10 +143,16 @@ def quantfish_bench_nps(depth, runs, kernels=None):
         if kernel.status not in searchers:
             searchers[kernel.status] = Searcher(net, 16, kernel=kernel)
     results = {status: [] for status in searchers}
+    sf_rates = []
     for _ in range(runs):
+        if stockfish:
+            sf_rates.append(stockfish_bench_once(stockfish))
         for status, s in searchers.items():
             results[status].append(run_bench(s, depth, lambda line: None))
-    return {status: (r[0][0], statistics.median(n / t for n, t in r)) for status, r in results.items()}
+    out = {status: (r[0][0], statistics.median(n / t for n, t in r)) for status, r in results.items()}
+    if sf_rates:
+        out["stockfish"] = (None, statistics.median(sf_rates))
+    return out
 
 
 def startup_times():
@@ -216,9 +220,10 @@ def main(argv=None):
     if sf:
         sf.close()
 
-    print("== search bench (Nodes/second, median of runs) ==")
-    snps = stockfish_bench_nps(sf_path, args.runs) if sf_path else None
-    for status, (nodes, qnps) in quantfish_bench_nps(args.bench_depth, args.runs).items():
+    print("== search bench (Nodes/second, median of runs; each run of Stockfish and of every path in one round) ==")
+    rates = quantfish_bench_nps(args.bench_depth, args.runs, stockfish=sf_path)
+    snps = int(rates.pop("stockfish")[1]) if sf_path else None
+    for status, (nodes, qnps) in rates.items():
         line = f"quantfish bench ({status}): {nodes} nodes, {int(qnps)} nodes/second"
         if snps:
             line += f"; stockfish bench 16 1 13: {snps} nodes/second; quantfish/stockfish {qnps / snps:.3f}"

@@ -84,6 +84,8 @@ def bench_pair_incremental(big, small, boards, bbs, sides, rule50s, kings, big_n
 
 
 def _stockfish_path():
+    if os.environ.get("STOCKFISH"):          # a native build, as make bench takes it
+        return shutil.which(os.environ["STOCKFISH"]) or os.environ["STOCKFISH"]
     found = shutil.which("stockfish")
     if found:
         return found
