@@ -5,6 +5,7 @@ import sys
 from pathlib import Path
 
 import click
+import pytest
 from click.testing import CliRunner
 
 from uci.cli import main
@@ -56,3 +57,17 @@ def test_registering_them_stays_cheap():
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, cwd=REPO)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("command", [
+    [sys.executable, "-X", "importtime", "-m", "uci.cli"],
+    [sys.executable, "-X", "importtime", "-c", "import sys; sys.argv = ['quantfish']; import uci; uci.entry()"],
+], ids=["python -m uci.cli", "quantfish script"])
+def test_uci_mode_starts_without_the_command_line_library(command):
+    """With no arguments (how a GUI starts an engine) `uciok` comes before click is imported (~40 ms)."""
+    proc = subprocess.run(command, input="uci\nquit\n", capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr
+    assert "uciok" in proc.stdout
+    imported = {line.split("|")[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
+    assert "uci.protocol" in imported
+    assert "click" not in imported

@@ -8,9 +8,14 @@ loudly (an error, never a missing command): ``LazyGroup`` raises, it does not sk
 import importlib
 import sys
 
-import click
+if __name__ == "__main__" and len(sys.argv) == 1:
+    # `python -m uci.cli` with no arguments: UCI mode, started before click is imported (uci.entry).
+    from uci import entry
+    entry()
 
-from uci.limits import PERFT_MAX_DEPTH
+import click  # noqa: E402
+
+from uci.limits import PERFT_MAX_DEPTH  # noqa: E402
 
 # name -> (module, attribute) of the subcommands that live in their own modules
 LAZY_COMMANDS = {
