@@ -90,7 +90,10 @@ def test_unpack_gives_the_types_of_the_arrays_passed_from_python(nnue17_pair):
     """The views unpack builds have the Numba types of Net.arrays() and make_cnet's CNet themselves, so the
     search (views) and direct callers (arrays) share one compiled version of every function."""
     parts = _parts(nnue17_pair.small)
-    _from_directory(netdir.directory(*parts))
+    d = netdir.directory(*parts)
+    _from_directory(d)
+    # unpack is inlined into its callers, so compile a standalone version to read its return type.
+    netdir.unpack.compile((typeof(d),))
     ret = netdir.unpack.nopython_signatures[0].return_type
     arrays, cnet, acc, psqt, cache, scratch = parts
     assert ret[0] == typeof(arrays) and ret[1] == typeof(cnet)
