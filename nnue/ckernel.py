@@ -77,7 +77,7 @@ from nnue.features import active_features, king_bucket_offset, orient, piece_pla
 from nnue.inference import WORK_SIZE
 from nnue.intmath import tdiv
 from nnue.netfile import NET_ARRAYS_SPEC, P_FT_SHIFT
-from nnue.rawview import ArraySpec, check_arrays
+from nnue.rawview import ArraySpec, check_arrays, word64
 from nnue.requant import psqt_scheme
 
 LIBRARY = kernelfiles.LIBRARY
@@ -504,18 +504,22 @@ def _board_diff(board, cached, persp, ksq, rem, add):
     kb = king_bucket_offset(persp, ksq)
     nr = 0
     na = 0
-    # A plain byte loop (the branch is rarely taken); ndarray.view(np.uint64) costs ~75 ns in Numba.
-    for sq in range(64):
-        old = cached[sq]
-        new = board[sq]
-        if old != new:
-            if old != 0:
-                rem[nr] = (sq ^ o) + piece_plane(persp, old) + kb
-                nr += 1
-            if new != 0:
-                add[na] = (sq ^ o) + piece_plane(persp, new) + kb
-                na += 1
-            cached[sq] = new
+    # Eight squares compared at a time (a cache entry differs from the board on a few squares); the squares
+    # of a differing word one by one.
+    for w in range(8):
+        if word64(cached, w) == word64(board, w):
+            continue
+        for sq in range(8 * w, 8 * w + 8):
+            old = cached[sq]
+            new = board[sq]
+            if old != new:
+                if old != 0:
+                    rem[nr] = (sq ^ o) + piece_plane(persp, old) + kb
+                    nr += 1
+                if new != 0:
+                    add[na] = (sq ^ o) + piece_plane(persp, new) + kb
+                    na += 1
+                cached[sq] = new
     return nr, na
 
 

@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 from numba import types
+from llvmlite import ir
 from numba.core import cgutils
 from numba.extending import intrinsic
 from numba.np.arrayobj import populate_array
@@ -111,3 +112,24 @@ def views(spec):
         return result(table, first), codegen
 
     return read_views
+
+
+@intrinsic
+def word64(typingctx, arr, k):
+    """Bytes ``8k .. 8k+7`` of a contiguous 1-d array of bytes as one uint64 (an unaligned load; the caller keeps
+    ``8k + 8`` within the array): eight squares of a mailbox compared at once."""
+    if not (isinstance(arr, types.Array) and arr.ndim == 1 and arr.layout == "C" and arr.dtype.bitwidth == 8
+            and isinstance(k, types.Integer)):
+        return None
+
+    def codegen(context, builder, signature, args):
+        aryty, kty = signature.args
+        ary = context.make_array(aryty)(context, builder, args[0])
+        idx = builder.mul(context.cast(builder, args[1], kty, types.intp), context.get_constant(types.intp, 8))
+        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [idx], wraparound=False)
+        wptr = builder.bitcast(ptr, ir.IntType(64).as_pointer())
+        load = builder.load(wptr)
+        load.align = 1
+        return load
+
+    return types.uint64(arr, k), codegen
