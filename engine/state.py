@@ -63,7 +63,7 @@ class SearchState(NamedTuple):
     pv_len: np.ndarray          # int64[STACK] end of the principal variation of each ply
     pv: np.ndarray              # int32[STACK, STACK] triangular principal-variation table
     killers: np.ndarray         # int32[STACK, 2] two killer moves per ply
-    history: np.ndarray         # int32[2, 4096] butterfly history per side, from*64 + to
+    history: np.ndarray         # int16[2, 4096] butterfly history per side, from*64 + to (|h| <= 16384)
     counters: np.ndarray        # int32[16 * 64] counter-move per (piece, to) of the previous move
     cur_move: np.ndarray        # int32[STACK] move made at each ply (MOVE_NULL for a null move)
     ctl: np.ndarray             # CONTROL[1] counters and flags
@@ -101,7 +101,7 @@ def new_state(tt, ctl, nn, net, kf, small_net, small_computed, clock) -> SearchS
         moves=np.zeros((STACK, MAX_MOVES), np.int32), scores=np.zeros((STACK, MAX_MOVES), np.int32),
         keys=np.zeros(HISTORY_KEYS + STACK, np.uint64), tt=tt,
         pv_len=np.zeros(STACK, np.int64), pv=np.zeros((STACK, STACK), np.int32),
-        killers=np.zeros((STACK, 2), np.int32), history=np.zeros((2, 4096), np.int32),
+        killers=np.zeros((STACK, 2), np.int32), history=np.zeros((2, 4096), np.int16),
         counters=np.zeros(16 * 64, np.int32), cur_move=np.zeros(STACK, np.int32),
         ctl=ctl, nn=nn, net=net, tte=np.zeros((STACK, TTE_SIZE), np.int64),
         root_moves=np.zeros(MAX_MOVES, np.int32), evals=np.zeros(STACK, np.int64),
