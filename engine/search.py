@@ -426,7 +426,7 @@ def _null_move_reduction(depth, ev, beta):
 def _reduction(lmr, depth, move_count, pv_node, improving, cut_node, gives_check, quiet, score):
     """Late-move reduction of a move with ordering ``score``: the table's, less for PV nodes, checks,
     killers/counter-moves and good history, more when not improving and at expected cut nodes."""
-    r = lmr[min(depth, 63), min(move_count, 63)]
+    r = np.int64(lmr[min(depth, 63), min(move_count, 63)])
     if pv_node:
         r -= 1
     if not improving:

@@ -73,7 +73,7 @@ class SearchState(NamedTuple):
     root_moves: np.ndarray      # int32[MAX_MOVES] root moves allowed (ctl.n_root of them)
     evals: np.ndarray           # int64[STACK] static evaluation at each ply (VALUE_NONE in check)
     quiets: np.ndarray          # int32[STACK, 64] quiet moves tried at each ply, for history maluses
-    lmr: np.ndarray             # int64[LMR_SIZE, LMR_SIZE] late-move reductions by depth and move number
+    lmr: np.ndarray             # int8[LMR_SIZE, LMR_SIZE] late-move reductions by depth and move number (0..8)
     kf: tuple                   # nnue.ckernel.KernelFuncs (placeholders of the same types on the Numba path)
     small_net: np.ndarray       # nnue.netdir directory of a 17.1 pair's small net, else netdir.unused()
     small_computed: np.ndarray  # uint8[STACK, 2] the small net's computed flags (its moves are ``nn``'s)
@@ -82,7 +82,7 @@ class SearchState(NamedTuple):
 
 def lmr_table() -> np.ndarray:
     """Late-move reductions in plies, growing with the logarithms of depth and move number."""
-    t = np.zeros((LMR_SIZE, LMR_SIZE), dtype=np.int64)
+    t = np.zeros((LMR_SIZE, LMR_SIZE), dtype=np.int8)   # small: the table stays in a few cache lines
     for d in range(1, LMR_SIZE):
         for m in range(1, LMR_SIZE):
             t[d, m] = int(0.75 + math.log(d) * math.log(m) / 2.25)
