@@ -117,6 +117,27 @@ def _add_promotions(moves, n, frm, to):
     return n + 4
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _safe_king_targets(T, bb, ksq, targets, occ, them):
+    """The squares of ``targets`` the king can step to without being attacked (it no longer blocks a ray)."""
+    occ_no_king = occ ^ bit(ksq)
+    safe = U0
+    while targets:
+        to = lsb(targets)
+        targets = pop_lsb(targets)
+        if not is_attacked(T, bb, to, occ_no_king, them):
+            safe |= bit(to)
+    return safe
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _pin_limited(T, s, t, pinned, ksq):
+    """Moves ``t`` of the piece on ``s``, kept to the line through our king when the piece is pinned."""
+    if pinned & bit(s):
+        t &= line(T, ksq, s)
+    return t
+
+
 @njit(cache=True, nogil=True)
 def generate_legal(T, bb, board, st, moves):
     """Fills ``moves`` with every legal move and returns how many."""
@@ -142,14 +163,8 @@ def _generate(T, bb, board, st, moves, quiets):
     chk = attackers_by(T, bb, ksq, occ, them)
     if chk != U0:
         quiets = True
-    occ_no_king = occ ^ bit(ksq)
-    targets = king_attacks(T, ksq) & (~own if quiets else enemy)
-    while targets:
-        to = lsb(targets)
-        targets = pop_lsb(targets)
-        if not is_attacked(T, bb, to, occ_no_king, them):
-            moves[n] = ksq | (to << 6)
-            n += 1
+    n = _add_targets(moves, n, ksq, _safe_king_targets(T, bb, ksq, king_attacks(T, ksq) & (~own if quiets else enemy),
+                                                       occ, them))
     if chk != U0 and pop_lsb(chk) != U0:
         return n
 
@@ -171,18 +186,12 @@ def _generate(T, bb, board, st, moves, quiets):
     while pcs:
         s = lsb(pcs)
         pcs = pop_lsb(pcs)
-        t = bishop_attacks(T, s, occ) & mask
-        if pinned & bit(s):
-            t &= line(T, ksq, s)
-        n = _add_targets(moves, n, s, t)
+        n = _add_targets(moves, n, s, _pin_limited(T, s, bishop_attacks(T, s, occ) & mask, pinned, ksq))
     pcs = bb[us * 8 + 4] | bb[us * 8 + 5]
     while pcs:
         s = lsb(pcs)
         pcs = pop_lsb(pcs)
-        t = rook_attacks(T, s, occ) & mask
-        if pinned & bit(s):
-            t &= line(T, ksq, s)
-        n = _add_targets(moves, n, s, t)
+        n = _add_targets(moves, n, s, _pin_limited(T, s, rook_attacks(T, s, occ) & mask, pinned, ksq))
 
     # Pawns.
     up = 8 if us == 0 else -8
@@ -291,13 +300,7 @@ def count_legal(T, bb, board, st):
     n = 0
 
     chk = attackers_by(T, bb, ksq, occ, them)
-    occ_no_king = occ ^ bit(ksq)
-    targets = king_attacks(T, ksq) & ~own
-    while targets:
-        to = lsb(targets)
-        targets = pop_lsb(targets)
-        if not is_attacked(T, bb, to, occ_no_king, them):
-            n += 1
+    n = popcount(_safe_king_targets(T, bb, ksq, king_attacks(T, ksq) & ~own, occ, them))
     if chk != U0 and pop_lsb(chk) != U0:
         return n
 
@@ -315,18 +318,12 @@ def count_legal(T, bb, board, st):
     while pcs:
         s = lsb(pcs)
         pcs = pop_lsb(pcs)
-        t = bishop_attacks(T, s, occ) & mask
-        if pinned & bit(s):
-            t &= line(T, ksq, s)
-        n += popcount(t)
+        n += popcount(_pin_limited(T, s, bishop_attacks(T, s, occ) & mask, pinned, ksq))
     pcs = bb[us * 8 + 4] | bb[us * 8 + 5]
     while pcs:
         s = lsb(pcs)
         pcs = pop_lsb(pcs)
-        t = rook_attacks(T, s, occ) & mask
-        if pinned & bit(s):
-            t &= line(T, ksq, s)
-        n += popcount(t)
+        n += popcount(_pin_limited(T, s, rook_attacks(T, s, occ) & mask, pinned, ksq))
 
     pawns = bb[us * 8 + 1]
     empty = ~occ
