@@ -30,20 +30,6 @@ PERFT_CASES = [
 ]
 
 
-def stockfish_path():
-    """``$STOCKFISH`` (a native build: the honest yardstick), else the installed one; with where it came from."""
-    given = os.environ.get("STOCKFISH")
-    if given:
-        path = shutil.which(given) or given
-        if not os.path.exists(path):
-            sys.exit(f"STOCKFISH={given}: no such file")
-        return path, "$STOCKFISH"
-    for p in (shutil.which("stockfish"), "/usr/games/stockfish"):
-        if p and os.path.exists(p):
-            return p, "installed (a generic build: set STOCKFISH=/path/to/native/stockfish for a fair ratio)"
-    return None, None
-
-
 def quantfish_perft_nps(fen, depth, runs):
     from engine.fen import parse_fen
     from engine.perft_count import perft
@@ -172,6 +158,16 @@ def startup_times():
         return times
 
 
+def _ask(p, command, reply):
+    """Send ``command`` to the engine process ``p`` and read up to its line ``reply``."""
+    p.stdin.write(command + "\n")
+    p.stdin.flush()
+    for line in p.stdout:
+        if line.strip() == reply:
+            return
+    raise RuntimeError(f"the engine exited before {reply}")
+
+
 def uci_startup_times(runs):
     """Median seconds from process start to ``uciok`` and from ``isready`` to ``readyok`` (warm Numba cache)."""
     to_uciok, to_readyok = [], []
@@ -179,18 +175,10 @@ def uci_startup_times(runs):
         start = time.perf_counter()
         p = subprocess.Popen([sys.executable, "-m", "uci.cli"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                              text=True, bufsize=1)
-        p.stdin.write("uci\n")
-        p.stdin.flush()
-        for line in p.stdout:
-            if line.strip() == "uciok":
-                break
+        _ask(p, "uci", "uciok")
         to_uciok.append(time.perf_counter() - start)
         start = time.perf_counter()
-        p.stdin.write("isready\n")
-        p.stdin.flush()
-        for line in p.stdout:
-            if line.strip() == "readyok":
-                break
+        _ask(p, "isready", "readyok")
         to_readyok.append(time.perf_counter() - start)
         p.communicate("quit\n", timeout=60)
     return statistics.median(to_uciok), statistics.median(to_readyok)
@@ -203,7 +191,8 @@ def main(argv=None):
     ap.add_argument("--startup", action="store_true")
     ap.add_argument("--skip-nnue", action="store_true")
     args = ap.parse_args(argv)
-    sf_path, sf_origin = stockfish_path()
+    from nnue.tools.bench import stockfish_for_comparison
+    sf_path, sf_origin = stockfish_for_comparison()
     sf = Stockfish(sf_path) if sf_path else None
     print(f"Stockfish: {sf_path}, {sf_origin}" if sf_path else "Stockfish: none found (set STOCKFISH=...)")
 

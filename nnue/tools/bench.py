@@ -83,13 +83,20 @@ def bench_pair_incremental(big, small, boards, bbs, sides, rule50s, kings, big_n
     return total
 
 
-def _stockfish_path():
-    if os.environ.get("STOCKFISH"):          # a native build, as make bench takes it
-        return shutil.which(os.environ["STOCKFISH"]) or os.environ["STOCKFISH"]
-    found = shutil.which("stockfish")
-    if found:
-        return found
-    return "/usr/games/stockfish" if os.access("/usr/games/stockfish", os.X_OK) else None
+def stockfish_for_comparison():
+    """(path, where it came from) of the Stockfish that benchmarks compare against, or (None, None):
+    ``$STOCKFISH`` (a build for this CPU, the fair yardstick; exits when it names no file), else the installed
+    one. Shared with ``make bench`` (``engine.tools.bench_all``)."""
+    given = os.environ.get("STOCKFISH")
+    if given:
+        path = shutil.which(given) or given
+        if not os.path.exists(path):
+            sys.exit(f"STOCKFISH={given}: no such file")
+        return path, "$STOCKFISH"
+    for path in (shutil.which("stockfish"), "/usr/games/stockfish"):
+        if path and os.access(path, os.X_OK):
+            return path, "installed (a generic build: set STOCKFISH=/path/to/native/stockfish for a fair ratio)"
+    return None, None
 
 
 def _openings(n):
@@ -144,7 +151,7 @@ class _Stockfish:
 def game_sequences(games, plies, seed=1):
     """Lists of python-chess boards along games (Stockfish-played when available, else random)."""
     rng = random.Random(seed)
-    sf_path = _stockfish_path()
+    sf_path = stockfish_for_comparison()[0]
     sf = _Stockfish(sf_path) if sf_path else None
     seqs = []
     try:
@@ -321,7 +328,7 @@ def main(argv=None):
         print(f"17.1 pair      : incremental {rate:12,.0f} evals/s  ({1e6 / rate:.2f} us/eval: evaluate_pair, "
               f"small net chosen in {100 * frac:.1f}% of these positions)")
 
-    sf = None if args.no_stockfish else _stockfish_path()
+    sf = None if args.no_stockfish else stockfish_for_comparison()[0]
     if sf:
         fens = [b.fen() for s in seqs for b in [s[0]] + [t[2] for t in s[1:]]][:400]
         eval_rate = stockfish_eval_rate(fens, sf)
