@@ -10,7 +10,7 @@ and changes nothing.
   (the form of Stockfish 15.1's skill levels) and searches ``ELO_EXTRA_DEPTH`` plies deeper than that level's
   whole part. The extra plies are calibrated against Stockfish 15.1 at the same ``UCI_Elo`` (10+0.1, 30 games
   each at 1500: depth 2 lost 2-20, 3 went 3-27, 4 8-1-21, 5 8-22, 6 18-12, the full depth 26-2); the README
-  gives the table at 1500, 2000 and 2500. Above about 2300 the label is not reached: Quantfish's full
+  gives the results at 1500, 2000 and 2500. Above about 2300 the label is not reached: Quantfish's full
   strength is below Stockfish 15.1's at ``UCI_Elo`` 2500 (at level 19.5 it scored 3-13-24 there; a steeper
   mapping that reached level 20 at 2530 was tried and reverted, as it bought little and moved 2000).
 """
