@@ -44,7 +44,7 @@ compiled for (``nnue.architecture``'s, which ``load_library`` checks against the
 ``scratch = make_cscratch(l1)`` is (x uint8[l1], nnz int32[l1/4 + 16], work int32[WORK_SIZE]), the same shape as
 ``inference.make_scratch`` (whose buffers also fit). One scratch per thread.
 ``forward_scheme_c(kf, cnet, net, acc, psqt, ply, side, bucket, scratch)`` is ``forward_c`` for a
-Quantfish-format net: ``net`` (``Net.arrays()``) gives its packed scheme record and fc_1's plain weights.
+Quantfish-format net: ``net`` (``Net.arrays()``) gives its packed scheme record.
 
 Refresh cache
 -------------
@@ -431,7 +431,7 @@ def forward_scheme_c(kf, cnet, net, acc, psqt, ply, side, bucket, scratch):
     x, nnz, work = scratch
     qs = net.qscheme[bucket]
     pos = kf.forward_scheme(acc[ply, side].ctypes, acc[ply, 1 - side].ctypes, acc.shape[2], qs.ctypes,
-                            cnet.w0g[bucket].ctypes, cnet.b0[bucket].ctypes, net.w1[bucket].ctypes,
+                            cnet.w0g[bucket].ctypes, cnet.b0[bucket].ctypes, cnet.w1g[bucket].ctypes,
                             cnet.b1[bucket].ctypes, cnet.w2[bucket].ctypes, cnet.b2[bucket], x.ctypes, nnz.ctypes,
                             work.ctypes)
     return psqt_scheme(psqt[ply, side, bucket], psqt[ply, 1 - side, bucket], qs), pos

@@ -42,8 +42,13 @@ def no_scheme() -> np.ndarray:
 
 
 def _put_requant(row: np.ndarray, rq) -> None:
-    row[Q_SHIFT] = rq.shift
-    row[Q_DIV] = rq.div
+    shift, div = int(rq.shift), int(rq.div)
+    if div > 1 and div & (div - 1) == 0:
+        # a power-of-two divisor is the same value as a longer shift for every rounding (floor, trunc,
+        # nearest), and compiled code then shifts instead of dividing (Stockfish's PSQT halving, /16)
+        shift, div = shift + div.bit_length() - 1, 1
+    row[Q_SHIFT] = shift
+    row[Q_DIV] = div
     row[Q_ROUND] = ROUNDING_CODES[rq.rounding]
     row[Q_WRAP] = int(rq.int32)
     row[Q_MUL:Q_MUL + FC1_OUT] = 0

@@ -138,6 +138,11 @@ typedef __m256i vec_t;
 #  define vsub16 _mm256_sub_epi16
 #endif
 
+#if defined(QF_USE_AVX512) || defined(QF_USE_AVX2)
+#  define vload256(p) _mm256_loadu_si256((const __m256i *)(p))
+#  define vstore256(p, v) _mm256_storeu_si256((__m256i *)(p), (v))
+#endif
+
 #if defined(VW)
 QF_INLINE void tile_update(const int nreg, const int16_t *w, int64_t l1, int64_t j0,
                            const int16_t *src, int16_t *dst, int16_t *dst2,
@@ -463,7 +468,7 @@ QF_API int64_t QF(find_nnz)(const uint8_t *x, int64_t l1, int32_t *nnz)
       _mm256_add_epi32((acc), _mm256_madd_epi16(_mm256_maddubs_epi16((xv), (wv)), _mm256_set1_epi16(1)))
 #endif
 
-/* fc_0 in plain C, exact for any byte: the scalar variant's fc0, and forward_scheme's for wide nets. */
+/* fc_0 in plain C, exact for any byte: the scalar variant's fc0. */
 static void fc0_plain(const int8_t *w0g, const int32_t *b0, const uint8_t *x, const int32_t *nnz, int64_t n,
                       int32_t *out)
 {
@@ -733,8 +738,9 @@ QF_INLINE void requant_rows(const int64_t *v, int n, const int64_t *q, int64_t *
     }
 }
 
-/* x[j] = clamp(R_x(clamp(a[j], 0, ft_hi) * clamp(a[j + half], 0, ft_hi)), 0, x_hi) for one perspective. */
-static void transform_scheme(const int16_t *acc, int64_t half, const int64_t *qs, uint8_t *x)
+/* x[j] = clamp(R_x(clamp(a[j], 0, ft_hi) * clamp(a[j + half], 0, ft_hi)), 0, x_hi) for one perspective, in
+   plain C (the scalar variant, and records the SIMD plan does not cover). */
+static void transform_scheme_scalar(const int16_t *acc, int64_t half, const int64_t *qs, uint8_t *x)
 {
     const int64_t ft_hi = QF_ROW(qs, QF_S_FT)[QF_SCHEME_Q_HI];
     const int64_t *qx = QF_ROW(qs, QF_S_X);
@@ -776,41 +782,286 @@ static void transform_scheme(const int16_t *acc, int64_t half, const int64_t *qs
     }
 }
 
-#define QF_SCHEME_MAX_L1 4096     /* widest net whose halves fit the stack buffer; wider ones take fc0_plain */
+/* How fc_0's input x = clamp(R_x(a * b), 0, x_hi) of a scheme is computed (decided once per call from the
+   record; a, b = the two clamped FT halves, 0..ft_hi). R_x must be a shift (divisor 1, no wrap) rounded by
+   floor, trunc (the same: a * b >= 0) or nearest with a multiplier >= 0, else the scalar loop runs.
+   XS_16: ft_hi <= 255, so a * b fits an unsigned 16-bit lane. With mul' = mul << k and s' = s + k (the same
+   value) chosen so that mul' <= 32767 and s' >= 17, h = (a * b * mul') >> 16 is one vpmulhuw, floor is
+   h >> (s' - 16) and nearest adds bit s' - 17 of h (bit s' - 1 of the product), with nothing to overflow.
+   XS_32: a * b (one vpmaddwd on zero-extended lanes) times mul plus the rounding addend fits 32 unsigned
+   bits; one vpmulld and a logical shift. */
+enum { XS_SCALAR = 0, XS_16 = 1, XS_32 = 2 };
 
-QF_API int64_t QF(forward_scheme)(const int16_t *acc_us, const int16_t *acc_them, int64_t l1, const int64_t *qs,
-                                  const int8_t *w0g, const int32_t *b0, const int8_t *w1, const int32_t *b1,
-                                  const int8_t *w2, int64_t b2, uint8_t *x, int32_t *nnz, int32_t *fc0_out)
+typedef struct {
+    int mode, nearest;
+    int32_t ft_hi, x_hi;
+    int32_t m16, k2;           /* XS_16 */
+    uint32_t m32, add32;       /* XS_32 */
+    int32_t s32;
+} x_plan;
+
+static x_plan plan_x(const int64_t *qs)
+{
+    x_plan p;
+    memset(&p, 0, sizeof p);
+    const int64_t *qx = QF_ROW(qs, QF_S_X);
+    const int64_t ft_hi = QF_ROW(qs, QF_S_FT)[QF_SCHEME_Q_HI], x_hi = qx[QF_SCHEME_Q_HI];
+    const int64_t mul = qx[QF_SCHEME_Q_MUL], s = qx[QF_SCHEME_Q_SHIFT], r = qx[QF_SCHEME_Q_ROUND];
+    p.mode = XS_SCALAR;
+    if (qx[QF_SCHEME_Q_DIV] != 1 || qx[QF_SCHEME_Q_WRAP] || mul < 0 || s < 1 || s > 62 || ft_hi < 0
+        || ft_hi > 32767 || x_hi < 0 || x_hi > 255)
+        return p;
+    p.nearest = r == 2;
+    p.ft_hi = (int32_t)ft_hi;
+    p.x_hi = (int32_t)x_hi;
+    if (ft_hi <= 255) {
+        int64_t m = mul, sh = s;
+        while (sh < 17 && m <= 32767 / 2) {
+            m <<= 1;
+            sh++;
+        }
+        if (sh >= 17 && m <= 32767) {
+            p.mode = XS_16;
+            p.m16 = (int32_t)m;
+            p.k2 = (int32_t)(sh - 16);
+            return p;
+        }
+    }
+    const uint64_t add = p.nearest ? (uint64_t)1 << (s - 1) : 0;
+    if (s <= 31 && mul <= (int64_t)UINT32_MAX
+        && (uint64_t)ft_hi * (uint64_t)ft_hi * (uint64_t)mul + add <= (uint64_t)UINT32_MAX) {
+        p.mode = XS_32;
+        p.m32 = (uint32_t)mul;
+        p.add32 = (uint32_t)add;
+        p.s32 = (int32_t)s;
+    }
+    return p;
+}
+
+#if defined(QF_USE_AVX512)
+#  define XS_BLK 64
+#elif defined(QF_USE_AVX2)
+#  define XS_BLK 32
+#endif
+
+#if defined(XS_BLK)
+/* XS_BLK outputs x[0..XS_BLK) of one perspective from a = acc + j, b = acc + half + j (see x_plan). */
+QF_INLINE vec_t transform_block(const int16_t *a, const int16_t *b, const x_plan *p, const int mode,
+                                const int nearest)
+{
+#  if defined(QF_USE_AVX512)
+    const __m512i zero = _mm512_setzero_si512();
+    const __m512i hi = _mm512_set1_epi16((int16_t)p->ft_hi);
+#    define CL(q) _mm512_min_epi16(_mm512_max_epi16(_mm512_loadu_si512((const void *)(q)), zero), hi)
+    const __m512i a0 = CL(a), a1 = CL(a + 32), b0 = CL(b), b1 = CL(b + 32);
+#    undef CL
+    __m512i v0, v1;
+    if (mode == XS_16) {
+        const __m512i m = _mm512_set1_epi16((int16_t)p->m16);
+        const __m128i k = _mm_cvtsi32_si128(p->k2), k1 = _mm_cvtsi32_si128(p->k2 - 1);
+        const __m512i h0 = _mm512_mulhi_epu16(_mm512_mullo_epi16(a0, b0), m);
+        const __m512i h1 = _mm512_mulhi_epu16(_mm512_mullo_epi16(a1, b1), m);
+        v0 = _mm512_srl_epi16(h0, k);
+        v1 = _mm512_srl_epi16(h1, k);
+        if (nearest) {
+            const __m512i one = _mm512_set1_epi16(1);
+            v0 = _mm512_add_epi16(v0, _mm512_and_si512(_mm512_srl_epi16(h0, k1), one));
+            v1 = _mm512_add_epi16(v1, _mm512_and_si512(_mm512_srl_epi16(h1, k1), one));
+        }
+    } else {
+        const __m512i m = _mm512_set1_epi32((int32_t)p->m32), add = _mm512_set1_epi32((int32_t)p->add32);
+        const __m128i s = _mm_cvtsi32_si128(p->s32);
+#    define PROD(x, y) _mm512_srl_epi32(_mm512_add_epi32(_mm512_mullo_epi32(_mm512_madd_epi16((x), (y)), m), add), s)
+        /* unpack with zero: each int32 lane is (a, 0), so vpmaddwd gives a * b; packus restores the order */
+        v0 = _mm512_packus_epi32(PROD(_mm512_unpacklo_epi16(a0, zero), _mm512_unpacklo_epi16(b0, zero)),
+                                 PROD(_mm512_unpackhi_epi16(a0, zero), _mm512_unpackhi_epi16(b0, zero)));
+        v1 = _mm512_packus_epi32(PROD(_mm512_unpacklo_epi16(a1, zero), _mm512_unpacklo_epi16(b1, zero)),
+                                 PROD(_mm512_unpackhi_epi16(a1, zero), _mm512_unpackhi_epi16(b1, zero)));
+#    undef PROD
+    }
+    const __m512i perm = _mm512_setr_epi64(0, 2, 4, 6, 1, 3, 5, 7);
+    const __m512i y = _mm512_permutexvar_epi64(perm, _mm512_packus_epi16(v0, v1));
+    return _mm512_min_epu8(y, _mm512_set1_epi8((char)p->x_hi));
+#  else
+    const __m256i zero = _mm256_setzero_si256();
+    const __m256i hi = _mm256_set1_epi16((int16_t)p->ft_hi);
+#    define CL(q) _mm256_min_epi16(_mm256_max_epi16(vload(q), zero), hi)
+    const __m256i a0 = CL(a), a1 = CL(a + 16), b0 = CL(b), b1 = CL(b + 16);
+#    undef CL
+    __m256i v0, v1;
+    if (mode == XS_16) {
+        const __m256i m = _mm256_set1_epi16((int16_t)p->m16);
+        const __m128i k = _mm_cvtsi32_si128(p->k2), k1 = _mm_cvtsi32_si128(p->k2 - 1);
+        const __m256i h0 = _mm256_mulhi_epu16(_mm256_mullo_epi16(a0, b0), m);
+        const __m256i h1 = _mm256_mulhi_epu16(_mm256_mullo_epi16(a1, b1), m);
+        v0 = _mm256_srl_epi16(h0, k);
+        v1 = _mm256_srl_epi16(h1, k);
+        if (nearest) {
+            const __m256i one = _mm256_set1_epi16(1);
+            v0 = _mm256_add_epi16(v0, _mm256_and_si256(_mm256_srl_epi16(h0, k1), one));
+            v1 = _mm256_add_epi16(v1, _mm256_and_si256(_mm256_srl_epi16(h1, k1), one));
+        }
+    } else {
+        const __m256i m = _mm256_set1_epi32((int32_t)p->m32), add = _mm256_set1_epi32((int32_t)p->add32);
+        const __m128i s = _mm_cvtsi32_si128(p->s32);
+#    define PROD(x, y) _mm256_srl_epi32(_mm256_add_epi32(_mm256_mullo_epi32(_mm256_madd_epi16((x), (y)), m), add), s)
+        v0 = _mm256_packus_epi32(PROD(_mm256_unpacklo_epi16(a0, zero), _mm256_unpacklo_epi16(b0, zero)),
+                                 PROD(_mm256_unpackhi_epi16(a0, zero), _mm256_unpackhi_epi16(b0, zero)));
+        v1 = _mm256_packus_epi32(PROD(_mm256_unpacklo_epi16(a1, zero), _mm256_unpacklo_epi16(b1, zero)),
+                                 PROD(_mm256_unpackhi_epi16(a1, zero), _mm256_unpackhi_epi16(b1, zero)));
+#    undef PROD
+    }
+    const __m256i y = _mm256_permute4x64_epi64(_mm256_packus_epi16(v0, v1), 0xD8);
+    return _mm256_min_epu8(y, _mm256_set1_epi8((char)p->x_hi));
+#  endif
+}
+
+/* Both perspectives with the non-zero groups listed as they are stored (half a multiple of XS_BLK). */
+QF_INLINE int64_t transform_scheme_simd(const int16_t *acc_us, const int16_t *acc_them, int64_t half,
+                                        const x_plan *p, const int mode, const int nearest, uint8_t *x,
+                                        int32_t *nnz)
+{
+    int64_t n = 0;
+#  if defined(QF_USE_AVX512)
+    const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+#  else
+    const __m256i zero = _mm256_setzero_si256();
+#  endif
+    for (int q = 0; q < 2; q++) {
+        const int16_t *a = q ? acc_them : acc_us;
+        uint8_t *out = x + q * half;
+        for (int64_t j = 0; j < half; j += XS_BLK) {
+            const vec_t y = transform_block(a + j, a + half + j, p, mode, nearest);
+            vstore(out + j, y);
+#  if defined(QF_USE_AVX512)
+            const __mmask16 m = _mm512_test_epi32_mask(y, y);
+            const __m512i ids = _mm512_add_epi32(_mm512_set1_epi32((int32_t)((q * half + j) >> 2)), iota);
+            _mm512_storeu_si512((void *)(nnz + n), _mm512_maskz_compress_epi32(m, ids));
+            n += __builtin_popcount((unsigned)m);
+#  else
+            const unsigned zm = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(y, zero)));
+            const unsigned m = ~zm & 0xFFu;
+            const __m256i off = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)nnz_lut[m]));
+            const __m256i base = _mm256_set1_epi32((int32_t)((q * half + j) >> 2));
+            _mm256_storeu_si256((__m256i *)(nnz + n), _mm256_add_epi32(off, base));
+            n += __builtin_popcount(m);
+#  endif
+        }
+    }
+    return n;
+}
+#endif
+
+/* x = fc_0's input of both perspectives (side to move first) under the record qs; lists the non-zero 4-byte
+   groups into nnz and returns their number. One SIMD body per plan, so each loop is free of branches. */
+static int64_t transform_scheme(const int16_t *acc_us, const int16_t *acc_them, int64_t l1, const int64_t *qs,
+                                uint8_t *x, int32_t *nnz)
 {
     const int64_t half = l1 / 2;
-    transform_scheme(acc_us, half, qs, x);
-    transform_scheme(acc_them, half, qs, x + half);
-    const int64_t n = find_nnz_impl(x, l1, nnz);
+#if defined(XS_BLK)
+    const x_plan p = plan_x(qs);
+    if (p.mode != XS_SCALAR && half % XS_BLK == 0) {
+        if (p.mode == XS_16)
+            return p.nearest ? transform_scheme_simd(acc_us, acc_them, half, &p, XS_16, 1, x, nnz)
+                             : transform_scheme_simd(acc_us, acc_them, half, &p, XS_16, 0, x, nnz);
+        return transform_scheme_simd(acc_us, acc_them, half, &p, XS_32, 0, x, nnz);
+    }
+#endif
+    transform_scheme_scalar(acc_us, half, qs, x);
+    transform_scheme_scalar(acc_them, half, qs, x + half);
+    return find_nnz_impl(x, l1, nnz);
+}
+
+/* z[o] = b1[o] + sum_i w1[o][i] * in[i] in int32 (wrapping), w1 as w1g ([8][32][4]). With every input in
+   0..32767 (activations of any resolution) the SIMD variants widen the weights to int16 and use vpmaddwd,
+   whose pair sums cannot overflow; the int32 additions wrap as the scalar loop's do. */
+QF_INLINE void fc1_scheme(const int8_t *w1g, const int32_t *b1, const int32_t *in, int64_t *z)
+{
+#if defined(QF_USE_AVX2) || defined(QF_USE_AVX512)
+    uint32_t any = 0;
+    int16_t in16[QF_FC1_IN] __attribute__((aligned(32)));
+    for (int i = 0; i < QF_FC1_IN; i++) {
+        any |= (uint32_t)in[i];
+        in16[i] = (int16_t)in[i];
+    }
+    if (any <= 32767) {
+        __m256i acc[8];
+#pragma GCC unroll 8
+        for (int q = 0; q < 8; q++)
+            acc[q] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+        for (int g = 0; g < QF_FC1_IN / 4; g++) {
+            int64_t four;
+            memcpy(&four, in16 + 4 * g, 8);
+            const __m256i xv = _mm256_set1_epi64x(four);
+            /* 16 weight bytes = outputs 4q..4q+3, inputs 4g..4g+3; vpmaddwd sums the input pairs */
+#pragma GCC unroll 8
+            for (int q = 0; q < 8; q++)
+                acc[q] = _mm256_add_epi32(acc[q], _mm256_madd_epi16(
+                    _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(w1g + W1G_GROUP * g + 16 * q))), xv));
+        }
+        /* hadd of outputs 8p..8p+3 and 8p+4..8p+7 leaves (0 1 4 5 | 2 3 6 7); the qword permutation sorts it */
+        int32_t out[QF_FC1_OUT] __attribute__((aligned(32)));
+#pragma GCC unroll 4
+        for (int p = 0; p < 4; p++)
+            vstore256(out + 8 * p, _mm256_add_epi32(vload256(b1 + 8 * p),
+                      _mm256_permute4x64_epi64(_mm256_hadd_epi32(acc[2 * p], acc[2 * p + 1]), 0xD8)));
+        for (int o = 0; o < QF_FC1_OUT; o++)
+            z[o] = out[o];
+        return;
+    }
+#endif
+    for (int o = 0; o < QF_FC1_OUT; o++) {
+        int32_t sum = b1[o];
+        for (int g = 0; g < QF_FC1_IN / 4; g++)
+            for (int k = 0; k < 4; k++)
+                sum += (int32_t)w1g[W1G_GROUP * g + 4 * o + k] * in[4 * g + k];
+        z[o] = sum;
+    }
+}
+
+#if (defined(QF_USE_AVX2) || defined(QF_USE_AVX512)) && !defined(QF_USE_VNNI)
+/* fc0_impl for inputs up to 255 without VNNI: the weights are widened to int16 and vpmaddwd sums pairs of
+   products (at most 2 * 255 * 128 in magnitude: no saturation), so it is exact for any byte. One 16-byte
+   piece of a group is outputs 4q..4q+3 times inputs 4g..4g+3. */
+static void fc0_wide(const int8_t *w0g, const int32_t *b0, const uint8_t *x, const int32_t *nnz, int64_t n,
+                     int32_t *out)
+{
+    __m256i s0 = _mm256_setzero_si256(), s1 = s0, s2 = s0, s3 = s0;
+    for (int64_t t = 0; t < n; t++) {
+        const int64_t g = nnz[t];
+        const __m256i xv = _mm256_broadcastq_epi64(_mm_cvtepu8_epi16(_mm_cvtsi32_si128(load_i32(x + 4 * g))));
+        const int8_t *wg = w0g + W0G_GROUP * g;
+#  define WIDE(k) _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(wg + 16 * (k)))), xv)
+        s0 = _mm256_add_epi32(s0, WIDE(0));
+        s1 = _mm256_add_epi32(s1, WIDE(1));
+        s2 = _mm256_add_epi32(s2, WIDE(2));
+        s3 = _mm256_add_epi32(s3, WIDE(3));
+#  undef WIDE
+    }
+    /* hadd leaves outputs (0 1 4 5 | 2 3 6 7) of each eight; the qword permutation sorts them */
+    vstore256(out, _mm256_add_epi32(vload256(b0), _mm256_permute4x64_epi64(_mm256_hadd_epi32(s0, s1), 0xD8)));
+    vstore256(out + 8, _mm256_add_epi32(vload256(b0 + 8),
+                                        _mm256_permute4x64_epi64(_mm256_hadd_epi32(s2, s3), 0xD8)));
+}
+#endif
+
+QF_API int64_t QF(forward_scheme)(const int16_t *acc_us, const int16_t *acc_them, int64_t l1, const int64_t *qs,
+                                  const int8_t *w0g, const int32_t *b0, const int8_t *w1g, const int32_t *b1,
+                                  const int8_t *w2, int64_t b2, uint8_t *x, int32_t *nnz, int32_t *fc0_out)
+{
+    const int64_t n = transform_scheme(acc_us, acc_them, l1, qs, x, nnz);
 
     /* fc_0 over the non-zero 4-byte groups. Inputs above 127 (resolution 255) would saturate vpmaddubsw, so
-       without VNNI each x is split into x >> 1 and x - (x >> 1) (both <= 128; |2 * 128 * -128| = 32768 still
-       fits a saturating int16 pair sum exactly) and fc_0 runs on both halves. */
+       without VNNI such records take fc0_wide. */
     int32_t z0[QF_FC0_OUT];
 #if defined(QF_USE_VNNI) || defined(QF_SCALAR)
     fc0_impl(w0g, b0, x, nnz, n, z0);
 #else
-    if (QF_ROW(qs, QF_S_X)[QF_SCHEME_Q_HI] <= 127) {
+    if (QF_ROW(qs, QF_S_X)[QF_SCHEME_Q_HI] <= 127)
         fc0_impl(w0g, b0, x, nnz, n, z0);
-    } else if (l1 > QF_SCHEME_MAX_L1) {
-        fc0_plain(w0g, b0, x, nnz, n, z0);
-    } else {
-        static const int32_t zero_bias[QF_FC0_OUT];
-        uint8_t halves[2][QF_SCHEME_MAX_L1];
-        int32_t part[QF_FC0_OUT];
-        for (int64_t j = 0; j < l1; j++) {
-            halves[0][j] = (uint8_t)(x[j] >> 1);
-            halves[1][j] = (uint8_t)(x[j] - (x[j] >> 1));
-        }
-        fc0_impl(w0g, b0, halves[0], nnz, n, z0);
-        fc0_impl(w0g, zero_bias, halves[1], nnz, n, part);
-        for (int o = 0; o < QF_FC0_OUT; o++)
-            z0[o] += part[o];
-    }
+    else
+        fc0_wide(w0g, b0, x, nnz, n, z0);
 #endif
     for (int o = 0; o < QF_FC0_OUT; o++)
         fc0_out[o] = z0[o];
@@ -840,12 +1091,7 @@ QF_API int64_t QF(forward_scheme)(const int16_t *acc_us, const int16_t *acc_them
     /* fc_1 (int32 sums: the quantiser proves they fit, nnue/quant/build.py), ClippedReLU, fc_2 */
     const int64_t *q1 = QF_ROW(qs, QF_S_AC1), *c_hi = q1 + QF_SCHEME_Q_HI;
     int64_t z1[QF_FC1_OUT];
-    for (int o = 0; o < QF_FC1_OUT; o++) {
-        int32_t sum = b1[o];
-        for (int i = 0; i < QF_FC1_IN; i++)
-            sum += (int32_t)w1[o * QF_FC1_IN + i] * l1in[i];
-        z1[o] = sum;
-    }
+    fc1_scheme(w1g, b1, l1in, z1);
     requant_rows(z1, QF_FC1_OUT, q1, z1);
     int64_t z2 = b2;
     for (int o = 0; o < QF_FC1_OUT; o++) {

@@ -1,0 +1,217 @@
+"""The C kernel's pass for Quantfish-format nets (``forward_scheme``) against numpy, record by record.
+
+The SIMD variants compute fc_0's input ``clamp(R(a * b), 0, x_hi)`` by one of three code paths, chosen from
+the record (a 16-bit one when ``ft_hi <= 255``, a 32-bit one when the product and its multiplier fit 32
+bits, plain C otherwise); fc_0 with inputs above 127 takes a widened path without VNNI, and fc_1 widens its
+weights to int16. The records below reach every path and its edges (the largest 16-bit multiplier, shifts
+past 16, a rounding bit in the top position, divisors and wrapping that force plain C), and each is checked
+on fc_0's input, the non-zero list (through fc_0's outputs) and the positional output, in every variant this
+CPU runs. The whole-net tests (tests/test_quant_engine.py) cover real schemes end to end.
+"""
+
+import zlib
+from dataclasses import dataclass, replace
+
+import numpy as np
+import pytest
+
+from nnue.ckernel import fc0_grouped
+from nnue.requant import (
+    Q_DIV, Q_HI, Q_MUL, Q_ROUND, Q_SHIFT, Q_WRAP, R_FLOOR, R_NEAREST, R_TRUNC, S_AC0, S_AC1, S_FT, S_PSQT, S_SQR,
+    S_X,
+    head_scheme, pack_scheme, requant,
+)
+from nnue.quant import schemes
+from nnue.quant.scheme import Requant
+from tests.test_ckernel import I16_EXTREMES, _p, kernel_lib, kf  # noqa: F401  (fixtures)
+from tests.test_quant_schemes import _net
+
+FC0_OUT, FC1_IN, FC1_OUT = 16, 32, 32
+
+
+@dataclass(frozen=True)
+class XRecord:
+    """The FT clamp and fc_0's input requantisation of a record."""
+    ft_hi: int
+    x_hi: int
+    mul: int
+    shift: int
+    rounding: int = R_FLOOR
+    div: int = 1
+    wrap: int = 0
+
+
+X_RECORDS = {
+    # the 16-bit path: Stockfish's arithmetic, its 255 variant, a calibrated multiplier, the largest multiplier
+    # with the smallest shift, multipliers and shifts that are normalised first, a shift that leaves nothing
+    "sf floor": XRecord(127, 127, 1, 7),
+    "sf nearest 255": XRecord(127, 254, 1, 6, R_NEAREST),
+    "calibrated 255": XRecord(255, 255, 27736, 23, R_NEAREST),
+    "largest multiplier": XRecord(255, 255, 32767, 17, R_NEAREST),
+    "small shift": XRecord(200, 255, 3, 5, R_NEAREST),
+    "shift 16": XRecord(255, 255, 1, 16, R_NEAREST),
+    "shift 40": XRecord(255, 200, 5000, 40, R_NEAREST),
+    "trunc": XRecord(181, 255, 7, 9, R_TRUNC),
+    # the 32-bit path: clamps above 255, multipliers above 32767, a shift of 1
+    "ft_hi 278": XRecord(278, 255, 27736, 23, R_NEAREST),
+    "multiplier 40000": XRecord(255, 255, 40000, 24),
+    "ft_hi 1000": XRecord(1000, 255, 3000, 30, R_NEAREST),
+    "ft_hi 32767": XRecord(32767, 255, 1, 31, R_NEAREST),
+    "shift 1": XRecord(255, 255, 1, 1, R_TRUNC),
+    # plain C: a divisor, a product past 32 bits, no shift, wrapping
+    "divisor 3": XRecord(127, 127, 1, 7, R_NEAREST, div=3),
+    "past 32 bits": XRecord(1000, 255, 5000, 30, R_NEAREST),
+    "no shift": XRecord(15, 255, 1, 0),
+    "wrap": XRecord(127, 127, 1, 7, wrap=1),
+}
+
+
+@pytest.fixture(scope="module")
+def base_records():
+    """Real packed records of one stack (Stockfish's arithmetic at 127 and at 255) to build on."""
+    fnet = _net()
+    return {res: pack_scheme(schemes.make("sf", fnet, None, "floor" if res == 127 else "nearest", res).scheme)[0]
+            for res in (127, 255)}
+
+
+def _with_x(base, rec: XRecord):
+    qs = base.copy()
+    qs[S_FT, Q_HI:Q_HI + FC1_OUT] = rec.ft_hi
+    row = qs[S_X]
+    row[Q_SHIFT], row[Q_DIV], row[Q_ROUND], row[Q_WRAP] = rec.shift, rec.div, rec.rounding, rec.wrap
+    row[Q_MUL:Q_MUL + FC1_OUT] = rec.mul
+    row[Q_HI:Q_HI + FC1_OUT] = rec.x_hi
+    return qs
+
+
+def _x_reference(acc_us, acc_them, rec: XRecord):
+    """fc_0's input by the record's definition (numpy int64; a * b >= 0, so trunc is floor)."""
+    def one(acc):
+        half = acc.shape[0] // 2
+        a = np.clip(acc[:half].astype(np.int64), 0, rec.ft_hi)
+        b = np.clip(acc[half:].astype(np.int64), 0, rec.ft_hi)
+        p = a * b * rec.mul
+        if rec.wrap:
+            p = p.astype(np.uint64).astype(np.uint32).astype(np.int32).astype(np.int64)
+        d = rec.div << rec.shift
+        v = (p + d // 2) // d if rec.rounding == R_NEAREST else np.where(p < 0, -((-p) // d), p // d)
+        return np.clip(v, 0, rec.x_hi).astype(np.uint8)
+    return np.concatenate([one(acc_us), one(acc_them)])
+
+
+def _acc(rng, l1, ft_hi):
+    """Accumulator values around the clamp (so products reach their largest), with int16 extremes."""
+    acc = rng.integers(-40, min(ft_hi + 60, 32767), size=l1, endpoint=True).astype(np.int16)
+    idx = rng.choice(l1, size=l1 // 4, replace=False)
+    acc[idx] = rng.choice(np.concatenate([I16_EXTREMES, [ft_hi, ft_hi - 1, 0]]).astype(np.int16), size=idx.size)
+    acc[rng.choice(l1, size=l1 // 4, replace=False)] = 0       # zero groups for the non-zero list
+    return acc
+
+
+def _layers(rng, l1):
+    w0 = rng.integers(-128, 127, size=(1, FC0_OUT, l1), endpoint=True).astype(np.int8)
+    b0 = rng.integers(-100000, 100000, size=FC0_OUT).astype(np.int32)
+    w1 = rng.integers(-128, 127, size=(FC1_OUT, FC1_IN), endpoint=True).astype(np.int8)
+    w1[:, 2 * (FC0_OUT - 1):] = 0
+    b1 = rng.integers(-20000, 20000, size=FC1_OUT).astype(np.int32)
+    w2 = rng.integers(-128, 127, size=FC1_OUT, endpoint=True).astype(np.int8)
+    w1g = np.ascontiguousarray(w1.reshape(FC1_OUT, FC1_IN // 4, 4).transpose(1, 0, 2))
+    return w0, np.ascontiguousarray(fc0_grouped(w0)[0]), b0, w1, w1g, b1, w2, int(rng.integers(-5000, 5000))
+
+
+def _run(kf, acc_us, acc_them, qs, w0g, b0, w1g, b1, w2, b2):
+    l1 = acc_us.shape[0]
+    x = np.zeros(l1, np.uint8)
+    nnz = np.zeros(l1 // 4 + 16, np.int32)
+    fc0 = np.zeros(FC0_OUT, np.int32)
+    pos = kf.forward_scheme(_p(acc_us), _p(acc_them), l1, _p(qs), _p(w0g), _p(b0), _p(w1g), _p(b1), _p(w2), b2,
+                            _p(x), _p(nnz), _p(fc0))
+    return x, fc0, pos
+
+
+def _head(fc0, qs, b1, w1, b2, w2):
+    return int(head_scheme(fc0, b1, w1, b2, w2, np.zeros(FC1_IN, np.int64), np.zeros(FC1_OUT, np.int64), qs))
+
+
+@pytest.mark.parametrize("name", list(X_RECORDS))
+@pytest.mark.parametrize("l1", [64, 256, 96])
+def test_fc0_input_and_outputs_equal_numpy(kf, base_records, name, l1):
+    """l1 = 64 and 256 fill whole AVX2 and AVX-512 blocks (256 both); 96 leaves a tail, which runs in C."""
+    rec = X_RECORDS[name]
+    qs = _with_x(base_records[255 if rec.x_hi > 127 else 127], rec)
+    rng = np.random.default_rng(zlib.crc32(f"{name} {l1}".encode()))
+    w0, w0g, b0, w1, w1g, b1, w2, b2 = _layers(rng, l1)
+    for trial in range(12):
+        us, them = _acc(rng, l1, rec.ft_hi), _acc(rng, l1, rec.ft_hi)
+        if trial == 0:
+            us[:], them[:] = rec.ft_hi, 32767          # every product at its largest
+        x, fc0, pos = _run(kf, us, them, qs, w0g, b0, w1g, b1, w2, b2)
+        want = _x_reference(us, them, rec)
+        assert np.array_equal(x, want), (name, trial, np.flatnonzero(x != want)[:8])
+        z0 = (b0.astype(np.int64) + w0[0].astype(np.int64) @ want.astype(np.int64))
+        assert np.array_equal(fc0, z0.astype(np.uint64).astype(np.uint32).astype(np.int32)), (name, trial)
+        assert pos == _head(fc0, qs, b1, w1, b2, w2), (name, trial)
+
+
+@pytest.mark.parametrize("name", list(X_RECORDS))
+def test_fc0_input_for_every_product(kf, base_records, name):
+    """Every pair (a, b) of clamped values up to 255 (a sample beyond), 256 products a call, against numpy:
+    each rounding boundary the record can reach is crossed."""
+    rec = X_RECORDS[name]
+    qs = _with_x(base_records[255 if rec.x_hi > 127 else 127], rec)
+    rng = np.random.default_rng(zlib.crc32(name.encode()))
+    l1 = 256
+    w0, w0g, b0, w1, w1g, b1, w2, b2 = _layers(rng, l1)
+    top = min(rec.ft_hi, 255)
+    a, b = np.meshgrid(np.arange(top + 1), np.arange(top + 1))
+    a, b = a.ravel(), b.ravel()
+    if rec.ft_hi > 255:
+        extra = rng.integers(0, rec.ft_hi + 1, size=(2, 8192))
+        a, b = np.concatenate([a, extra[0], [rec.ft_hi]]), np.concatenate([b, extra[1], [rec.ft_hi]])
+    pad = -a.size % l1
+    a, b = np.concatenate([a, np.zeros(pad, a.dtype)]), np.concatenate([b, np.zeros(pad, b.dtype)])
+    for k in range(0, a.size, l1):
+        us = np.concatenate([a[k:k + 128], b[k:k + 128]]).astype(np.int16)
+        them = np.concatenate([a[k + 128:k + 256], b[k + 128:k + 256]]).astype(np.int16)
+        x, _, _ = _run(kf, us, them, qs, w0g, b0, w1g, b1, w2, b2)
+        want = _x_reference(us, them, rec)
+        assert np.array_equal(x, want), (name, k, np.flatnonzero(x != want)[:8])
+
+
+@pytest.mark.parametrize("act_hi", [127, 255, 40000])
+def test_fc1_with_wide_activations_equals_the_numba_head(kf, base_records, act_hi):
+    """fc_1 widens its weights for inputs up to 32767; larger inputs (a record with huge clamps) take C."""
+    qs = base_records[255].copy()
+    for site in (S_SQR, S_AC0):
+        qs[site, Q_HI:Q_HI + FC1_OUT] = act_hi
+    qs[S_AC0, Q_SHIFT] = 0 if act_hi > 255 else qs[S_AC0, Q_SHIFT]
+    qs[S_AC1, Q_HI:Q_HI + FC1_OUT] = min(act_hi, 255)
+    rng = np.random.default_rng(act_hi)
+    l1 = 64
+    w0, w0g, b0, w1, w1g, b1, w2, b2 = _layers(rng, l1)
+    b0[:] = rng.integers(-60000, 60000, size=FC0_OUT)
+    for trial in range(20):
+        us, them = _acc(rng, l1, 127), _acc(rng, l1, 127)
+        _, fc0, pos = _run(kf, us, them, qs, w0g, b0, w1g, b1, w2, b2)
+        assert pos == _head(fc0, qs, b1, w1, b2, w2), trial
+
+
+def test_power_of_two_divisors_pack_as_shifts():
+    """A divisor 2**k packs as k more bits of shift; the value is the division's for every rounding."""
+    values = np.array([-1000, -33, -32, -31, -17, -16, -15, -9, -8, -7, -1, 0, 1, 7, 8, 9, 15, 16, 17, 31, 32,
+                       33, 1000, -(2**40) - 5, 2**40 + 7], np.int64)
+    rec = schemes.make("sf", _net()).scheme
+    for div in (2, 16, 3):
+        for shift in (0, 3):
+            for rounding in ("floor", "trunc", "nearest"):
+                row = pack_scheme(replace(rec, psqt=Requant((5,), shift, div, rounding)))[0][S_PSQT]
+                if div & (div - 1) == 0:
+                    assert (row[Q_DIV], row[Q_SHIFT]) == (1, shift + div.bit_length() - 1)
+                else:
+                    assert (row[Q_DIV], row[Q_SHIFT]) == (div, shift)
+                d = div << shift
+                for v in values:
+                    p = int(v) * 5
+                    want = {"floor": p // d, "trunc": -((-p) // d) if p < 0 else p // d,
+                            "nearest": (p + d // 2) // d}[rounding]
+                    assert requant(np.int64(v), row, 0) == want, (div, shift, rounding, int(v))
