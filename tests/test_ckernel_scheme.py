@@ -19,7 +19,7 @@ from nnue.ckernel import fc0_grouped
 from nnue.requant import (
     Q_DIV, Q_HI, Q_MUL, Q_ROUND, Q_SHIFT, Q_WRAP, R_FLOOR, R_NEAREST, R_TRUNC, S_AC0, S_AC1, S_FT, S_PSQT, S_SQR,
     S_X,
-    head_scheme, pack_scheme, requant,
+    head_scheme, pack_scheme, requant, transform_half_scheme,
 )
 from nnue.quant import schemes
 from nnue.quant.scheme import Requant
@@ -176,6 +176,21 @@ def test_fc0_input_for_every_product(kf, base_records, name):
         x, _, _ = _run(kf, us, them, qs, w0g, b0, w1g, b1, w2, b2)
         want = _x_reference(us, them, rec)
         assert np.array_equal(x, want), (name, k, np.flatnonzero(x != want)[:8])
+
+
+@pytest.mark.parametrize("name", list(X_RECORDS))
+def test_numba_fc0_input_equals_numpy(base_records, name):
+    """The Numba path's fc_0 input (an int32 loop when the products fit, int64 otherwise) on the same records."""
+    rec = X_RECORDS[name]
+    qs = _with_x(base_records[255 if rec.x_hi > 127 else 127], rec)
+    rng = np.random.default_rng(zlib.crc32(name.encode()))
+    for trial in range(20):
+        us = _acc(rng, 256, rec.ft_hi)
+        if trial == 0:
+            us[:] = rec.ft_hi
+        x = np.zeros(128, np.uint8)
+        transform_half_scheme(us, x, qs)
+        assert np.array_equal(x, _x_reference(us, us, rec)[:128]), (name, trial)
 
 
 @pytest.mark.parametrize("act_hi", [127, 255, 40000])
