@@ -678,7 +678,8 @@ QF_API int64_t QF(forward)(const int16_t *acc_us, const int16_t *acc_them, int64
 
 /* ------------------------------------------------------------------------------------------------------ */
 /* Quantfish-format nets: the arithmetic of a scheme record (nnue/requant.py states it; the definition is  */
-/* nnue/quant/simulator.py). Plain C: the compiler vectorises what it can for each variant.               */
+/* nnue/quant/simulator.py). fc_0's input and fc_0 / fc_1 have SIMD paths chosen per call from the record */
+/* (plan_x, fc0_wide, fc1_scheme); the per-row requantisations are plain C.                               */
 /* ------------------------------------------------------------------------------------------------------ */
 
 #define QF_ROW(qs, site) ((qs) + (site) * QF_SCHEME_ROW)
