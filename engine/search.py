@@ -301,6 +301,8 @@ def _score_moves(T, S, ply, n, tt_move, bb, board, side, prev_move):
     killers = S.killers
     history = S.history
     counters = S.counters
+    cont = S.cont_history
+    r1, r2, r4 = _cont_row(S, ply, 1), _cont_row(S, ply, 2), _cont_row(S, ply, 4)
     counter = 0
     if prev_move != 0 and prev_move != MOVE_NULL:
         pto = (prev_move >> 6) & 63
@@ -334,7 +336,8 @@ def _score_moves(T, S, ply, n, tt_move, bb, board, side, prev_move):
         elif m == counter:
             scores[i] = 1 << 27
         else:
-            scores[i] = history[side, frm * 64 + to]
+            k = board[frm] * 64 + to
+            scores[i] = 2 * history[side, frm * 64 + to] + 2 * cont[r1, k] + cont[r2, k] + cont[r4, k]
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -366,10 +369,40 @@ def _is_quiet(board, m):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _update_history(history, side, m, bonus):
-    i = (m & 63) * 64 + ((m >> 6) & 63)
-    h = history[side, i]
-    history[side, i] = h + bonus - h * abs(bonus) // 16384
+def _gravity(table, row, col, bonus):
+    """Moves a history entry towards +-16384 by ``bonus``, less the nearer it is (so |h| <= 16384, an int16)."""
+    h = table[row, col]
+    table[row, col] = h + bonus - h * abs(bonus) // 16384
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _cont_row(S, ply, back):
+    """The continuation-history row of the move made ``back`` plies before ``ply``: its moved piece * 64 + its
+    to-square, read from the board it was made on; 0 (a row never written) before the root or for a null move."""
+    p = ply - back
+    if p < 0:
+        return 0
+    m = S.cur_move[p]
+    if m == 0 or m == MOVE_NULL:
+        return 0
+    return S.boards[p][m & 63] * 64 + ((m >> 6) & 63)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _update_quiet_histories(S, side, board, m, bonus, r1, r2, r4):
+    """``bonus`` (a malus when negative) for quiet move ``m``: its butterfly history and its continuation
+    histories after the moves 1, 2 and 4 plies back (rows ``r1``, ``r2``, ``r4``; row 0 is left at 0)."""
+    frm = m & 63
+    to = (m >> 6) & 63
+    _gravity(S.history, side, frm * 64 + to, bonus)
+    k = board[frm] * 64 + to
+    cont = S.cont_history
+    if r1 != 0:
+        _gravity(cont, r1, k, bonus)
+    if r2 != 0:
+        _gravity(cont, r2, k, bonus)
+    if r4 != 0:
+        _gravity(cont, r4, k, bonus)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -425,7 +458,8 @@ def _null_move_reduction(depth, ev, beta):
 @njit(cache=True, nogil=True, inline="always")
 def _reduction(lmr, depth, move_count, pv_node, improving, cut_node, gives_check, quiet, score):
     """Late-move reduction of a move with ordering ``score``: the table's, less for PV nodes, checks,
-    killers/counter-moves and good history, more when not improving and at expected cut nodes."""
+    killers/counter-moves and good histories (butterfly and continuation, as ``_score_moves`` sums them), more
+    when not improving and at expected cut nodes."""
     r = np.int64(lmr[min(depth, 63), min(move_count, 63)])
     if pv_node:
         r -= 1
@@ -439,7 +473,7 @@ def _reduction(lmr, depth, move_count, pv_node, improving, cut_node, gives_check
         if score >= (1 << 27):
             r -= 1
         else:
-            r -= score // 6000
+            r -= score // 14000
     return r
 
 
@@ -456,13 +490,13 @@ def _update_pv(pv, pv_len, ply, m):
 def _update_quiet_stats(S, ply, side, board, best_move, depth, prev_move, quiets, n_quiets):
     """A quiet move caused a beta cutoff: history bonus for it and malus for the quiets tried before it,
     killer and counter-move."""
-    history = S.history
     killers = S.killers
     bonus = min(16 * depth * depth + 32 * depth, 1600)
-    _update_history(history, side, best_move, bonus)
+    r1, r2, r4 = _cont_row(S, ply, 1), _cont_row(S, ply, 2), _cont_row(S, ply, 4)
+    _update_quiet_histories(S, side, board, best_move, bonus, r1, r2, r4)
     for j in range(n_quiets):
         if quiets[j] != best_move:
-            _update_history(history, side, quiets[j], -bonus)
+            _update_quiet_histories(S, side, board, quiets[j], -bonus, r1, r2, r4)
     if killers[ply, 0] != best_move:
         killers[ply, 1] = killers[ply, 0]
         killers[ply, 0] = best_move
@@ -602,7 +636,8 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
             if tt_bound == BOUND_EXACT or (tt_bound == BOUND_LOWER and tt_score >= beta) or \
                     (tt_bound == BOUND_UPPER and tt_score <= alpha):
                 if tt_move != 0 and tt_score >= beta and board[(tt_move >> 6) & 63] == 0:
-                    _update_history(S.history, side, tt_move, min(16 * depth * depth, 1200))
+                    _update_quiet_histories(S, side, board, tt_move, min(16 * depth * depth, 1200),
+                                            _cont_row(S, ply, 1), _cont_row(S, ply, 2), _cont_row(S, ply, 4))
                 return tt_score
     if root and ctl.n_root > 0:
         # A root move excluded by searchmoves or MultiPV must not come first.
@@ -700,6 +735,9 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
         if prune:
             if quiet and not gives_check:
                 if depth <= 7 and not in_check and ev + 110 + 140 * depth <= alpha and scores[i] < (1 << 27):
+                    continue
+                # Histories say this move fails at shallow depth.
+                if depth <= 4 and scores[i] < -4000 * depth:
                     continue
                 if depth <= 7 and scores[i] < (1 << 27) and not see_ge(T, bb, board, side, m, -25 * depth * depth):
                     continue

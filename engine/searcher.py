@@ -214,6 +214,7 @@ class Searcher:
         """Forget everything learnt from earlier searches (ucinewgame, Clear Hash)."""
         self.tt[:] = 0
         self.S.history[:] = 0
+        self.S.cont_history[:] = 0
         self.S.counters[:] = 0
         self.S.killers[:] = 0
         if self.pool:

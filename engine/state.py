@@ -27,6 +27,7 @@ STACK = MAX_PLY + 8           # rows of every per-ply array
 HISTORY_KEYS = 1024           # game positions before the root kept for repetition detection
 TTE_SIZE = 5                  # a probed TT entry: (move, score, eval, depth, bound)
 LMR_SIZE = 64                 # the reduction table is [depth][move number], both capped at 63
+CONT_KEYS = 16 * 64           # continuation-history keys: moved piece (0..15) * 64 + to-square
 
 # The search's counters and flags, shared with the Python driver (which sets the limits and the stop flag).
 CONTROL = np.dtype([
@@ -64,6 +65,8 @@ class SearchState(NamedTuple):
     pv: np.ndarray              # int32[STACK, STACK] triangular principal-variation table
     killers: np.ndarray         # int32[STACK, 2] two killer moves per ply
     history: np.ndarray         # int16[2, 4096] butterfly history per side, from*64 + to (|h| <= 16384)
+    cont_history: np.ndarray    # int16[CONT_KEYS, CONT_KEYS] continuation history: [earlier move][this move],
+                                # each keyed by moved piece * 64 + to (row 0: no earlier move, never written)
     counters: np.ndarray        # int32[16 * 64] counter-move per (piece, to) of the previous move
     cur_move: np.ndarray        # int32[STACK] move made at each ply (MOVE_NULL for a null move)
     ctl: np.ndarray             # CONTROL[1] counters and flags
@@ -102,6 +105,7 @@ def new_state(tt, ctl, nn, net, kf, small_net, small_computed, clock) -> SearchS
         keys=np.zeros(HISTORY_KEYS + STACK, np.uint64), tt=tt,
         pv_len=np.zeros(STACK, np.int64), pv=np.zeros((STACK, STACK), np.int32),
         killers=np.zeros((STACK, 2), np.int32), history=np.zeros((2, 4096), np.int16),
+        cont_history=np.zeros((CONT_KEYS, CONT_KEYS), np.int16),
         counters=np.zeros(16 * 64, np.int32), cur_move=np.zeros(STACK, np.int32),
         ctl=ctl, nn=nn, net=net, tte=np.zeros((STACK, TTE_SIZE), np.int64),
         root_moves=np.zeros(MAX_MOVES, np.int32), evals=np.zeros(STACK, np.int64),
