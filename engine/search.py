@@ -618,6 +618,9 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
         if alpha >= beta:
             return alpha
 
+    # A singular-extension search of this node leaves out ``excluded``: its result is not the node's, so it
+    # neither takes nor stores a table cutoff, and does not try a null move.
+    excluded = S.excluded[ply]
     key = st[ST_KEY]
     tte = S.tte[ply]
     tt_hit = tt_probe(S.tt, key, tte)
@@ -632,7 +635,7 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
         tt_eval = tte[2]
         tt_depth = tte[3]
         tt_bound = tte[4]
-        if not pv_node and tt_depth >= depth and st[ST_RULE50] < 90:
+        if not pv_node and excluded == 0 and tt_depth >= depth and st[ST_RULE50] < 90:
             if tt_bound == BOUND_EXACT or (tt_bound == BOUND_LOWER and tt_score >= beta) or \
                     (tt_bound == BOUND_UPPER and tt_score <= alpha):
                 if tt_move != 0 and tt_score >= beta and board[(tt_move >> 6) & 63] == 0:
@@ -671,7 +674,7 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
         if depth <= 8 and ev - 85 * (depth - (1 if improving else 0)) >= beta and ev < MATE_IN_MAX:
             return ev
         # Null move.
-        if _null_move_allowed(bb, side, depth, ev, beta, prev_move):
+        if excluded == 0 and _null_move_allowed(bb, side, depth, ev, beta, prev_move):
             r = _null_move_reduction(depth, ev, beta)
             _do_null_move(T, S, ply)
             score = -search(T, S, ply + 1, depth - r, -beta, -beta + 1, np.int64(1 - cut_node))
@@ -685,6 +688,31 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
     # Internal iterative reduction: without a TT move this node is probably not worth full depth.
     if depth >= 6 and tt_move == 0 and (pv_node or cut_node == 1):
         depth -= 1
+
+    # Singular extension: when every move but the table's fails low against a bound a little below the table's
+    # score, searched at half depth, the table's move is extended. It runs here, before this ply's move list is
+    # generated, because that search uses the same ply's rows. When even the bound is above beta, some other
+    # move also beats beta (multi-cut) and the node fails high; when the table's score is above beta, the
+    # table's move is reduced instead.
+    tt_ext = 0
+    singular = False
+    if (not root and excluded == 0 and depth >= 6 and ply < 2 * ctl.root_depth and tt_move != 0
+            and (tt_bound & BOUND_LOWER) != 0
+            and tt_depth >= depth - 3 and abs(tt_score) < MATE_IN_MAX):
+        singular_beta = tt_score - 3 * depth
+        S.excluded[ply] = tt_move
+        value = search(T, S, ply, (depth - 1) // 2, singular_beta - 1, singular_beta, cut_node)
+        S.excluded[ply] = 0
+        if ctl.stop:
+            return 0
+        singular = True
+        if value < singular_beta:
+            tt_ext = 1
+        elif singular_beta >= beta:
+            return singular_beta
+        elif tt_score >= beta:
+            tt_ext = -1
+        pv_len[ply] = ply
 
     moves = S.moves[ply]
     scores = S.scores[ply]
@@ -715,6 +743,8 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
         if i >= n:
             break
         m = _pick(moves, scores, i, n)
+        if m == excluded:
+            continue
         quiet = _is_quiet(board, m)
         move_count += 1
         prune = not root and best > -MATE_IN_MAX
@@ -745,6 +775,8 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
                 continue
         _do_move(T, S, ply, m)
         ext = 1 if gives_check and ply < 2 * ctl.root_depth else 0
+        if singular and m == tt_move and tt_ext != 0:
+            ext = tt_ext
         new_depth = depth - 1 + ext
         if depth >= 3 and move_count > 1 + (1 if pv_node else 0) and (quiet or scores[i] < 0):
             r = _reduction(lmr, depth, move_count, pv_node, improving, cut_node, gives_check, quiet, scores[i])
@@ -781,9 +813,10 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
         to = (best_move >> 6) & 63
         if board[to] == 0 and not (best_move & MOVE_EP) and ((best_move >> 12) & 7) == 0:
             _update_quiet_stats(S, ply, side, board, best_move, depth, prev_move, quiets, n_quiets)
-    bound = BOUND_LOWER if best >= beta else (BOUND_EXACT if pv_node and best_move != 0 else BOUND_UPPER)
-    tt_store(S.tt, key, best_move, _score_to_tt(best, ply), evals[ply] if not in_check else 0,
-             depth, bound, ctl.tt_gen)
+    if excluded == 0:
+        bound = BOUND_LOWER if best >= beta else (BOUND_EXACT if pv_node and best_move != 0 else BOUND_UPPER)
+        tt_store(S.tt, key, best_move, _score_to_tt(best, ply), evals[ply] if not in_check else 0,
+                 depth, bound, ctl.tt_gen)
     return best
 
 

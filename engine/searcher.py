@@ -266,6 +266,7 @@ class Searcher:
         ctl["nodes"] = 0
         ctl["tt_gen"] = (ctl["tt_gen"] + 1) & 31
         S.killers[:] = 0
+        S.excluded[:] = 0      # a stopped search may leave one set
 
     def _set_root_moves(self, moves):
         self.S.root_moves[:len(moves)] = moves
