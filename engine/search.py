@@ -322,7 +322,7 @@ def _score_moves(T, S, ply, n, tt_move, bb, board, side, prev_move):
             victim = 0
         if victim != 0 or promo == 5:
             v = _see_value(victim) + (900 if promo == 5 else 0)
-            base = 8 * v - (board[frm] & 7)
+            base = 16 * v + S.capture_history[board[frm] * 64 + to, victim] // 2
             if see_ge(T, bb, board, side, m, 0):
                 scores[i] = (1 << 28) + base
             else:
@@ -386,6 +386,22 @@ def _cont_row(S, ply, back):
     if m == 0 or m == MOVE_NULL:
         return 0
     return S.boards[p][m & 63] * 64 + ((m >> 6) & 63)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _captured_type(board, m):
+    """The type of the piece ``m`` captures (a pawn en passant), 0 for none (a promotion, castling)."""
+    if m & MOVE_EP:
+        return 1
+    if m & MOVE_CASTLE:
+        return 0
+    return board[(m >> 6) & 63] & 7
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _update_capture_history(S, board, m, bonus):
+    to = (m >> 6) & 63
+    _gravity(S.capture_history, board[m & 63] * 64 + to, _captured_type(board, m), bonus)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -487,11 +503,28 @@ def _update_pv(pv, pv_len, ply, m):
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _history_bonus(depth):
+    return min(16 * depth * depth + 32 * depth, 1600)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _update_capture_stats(S, board, best_move, depth, captures, n_captures):
+    """A beta cutoff: capture-history bonus for the best move if it is a capture or promotion, and malus for
+    the other captures and promotions tried (whichever move caused the cutoff)."""
+    bonus = _history_bonus(depth)
+    if not _is_quiet(board, best_move):
+        _update_capture_history(S, board, best_move, bonus)
+    for j in range(n_captures):
+        if captures[j] != best_move:
+            _update_capture_history(S, board, captures[j], -bonus)
+
+
+@njit(cache=True, nogil=True, inline="always")
 def _update_quiet_stats(S, ply, side, board, best_move, depth, prev_move, quiets, n_quiets):
     """A quiet move caused a beta cutoff: history bonus for it and malus for the quiets tried before it,
     killer and counter-move."""
     killers = S.killers
-    bonus = min(16 * depth * depth + 32 * depth, 1600)
+    bonus = _history_bonus(depth)
     r1, r2, r4 = _cont_row(S, ply, 1), _cont_row(S, ply, 2), _cont_row(S, ply, 4)
     _update_quiet_histories(S, side, board, best_move, bonus, r1, r2, r4)
     for j in range(n_quiets):
@@ -638,7 +671,7 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
         if not pv_node and excluded == 0 and tt_depth >= depth and st[ST_RULE50] < 90:
             if tt_bound == BOUND_EXACT or (tt_bound == BOUND_LOWER and tt_score >= beta) or \
                     (tt_bound == BOUND_UPPER and tt_score <= alpha):
-                if tt_move != 0 and tt_score >= beta and board[(tt_move >> 6) & 63] == 0:
+                if tt_move != 0 and tt_score >= beta and _is_quiet(board, tt_move):
                     _update_quiet_histories(S, side, board, tt_move, min(16 * depth * depth, 1200),
                                             _cont_row(S, ply, 1), _cont_row(S, ply, 2), _cont_row(S, ply, 4))
                 return tt_score
@@ -732,6 +765,8 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
 
     quiets = S.quiets[ply]
     n_quiets = 0
+    captures = S.captures[ply]
+    n_captures = 0
     best = -INF
     best_move = 0
     move_count = 0
@@ -801,18 +836,22 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
                 if score >= beta:
                     break
                 alpha = score
-        if quiet and n_quiets < quiets.shape[0]:
-            quiets[n_quiets] = m
-            n_quiets += 1
+        if quiet:
+            if n_quiets < quiets.shape[0]:
+                quiets[n_quiets] = m
+                n_quiets += 1
+        elif n_captures < captures.shape[0]:
+            captures[n_captures] = m
+            n_captures += 1
 
     if move_count == 0:
         # Every legal move was excluded at the root (cannot happen) or pruned: keep alpha.
         return alpha
 
     if best_move != 0 and best >= beta:
-        to = (best_move >> 6) & 63
-        if board[to] == 0 and not (best_move & MOVE_EP) and ((best_move >> 12) & 7) == 0:
+        if _is_quiet(board, best_move):
             _update_quiet_stats(S, ply, side, board, best_move, depth, prev_move, quiets, n_quiets)
+        _update_capture_stats(S, board, best_move, depth, captures, n_captures)
     if excluded == 0:
         bound = BOUND_LOWER if best >= beta else (BOUND_EXACT if pv_node and best_move != 0 else BOUND_UPPER)
         tt_store(S.tt, key, best_move, _score_to_tt(best, ply), evals[ply] if not in_check else 0,

@@ -215,6 +215,7 @@ class Searcher:
         self.tt[:] = 0
         self.S.history[:] = 0
         self.S.cont_history[:] = 0
+        self.S.capture_history[:] = 0
         self.S.counters[:] = 0
         self.S.killers[:] = 0
         if self.pool:

@@ -67,6 +67,7 @@ class SearchState(NamedTuple):
     history: np.ndarray         # int16[2, 4096] butterfly history per side, from*64 + to (|h| <= 16384)
     cont_history: np.ndarray    # int16[CONT_KEYS, CONT_KEYS] continuation history: [earlier move][this move],
                                 # each keyed by moved piece * 64 + to (row 0: no earlier move, never written)
+    capture_history: np.ndarray # int16[CONT_KEYS, 8] capture history: [moved piece * 64 + to][captured type]
     counters: np.ndarray        # int32[16 * 64] counter-move per (piece, to) of the previous move
     cur_move: np.ndarray        # int32[STACK] move made at each ply (MOVE_NULL for a null move)
     excluded: np.ndarray        # int32[STACK] the move a singular-extension search leaves out at a ply, else 0
@@ -77,6 +78,7 @@ class SearchState(NamedTuple):
     root_moves: np.ndarray      # int32[MAX_MOVES] root moves allowed (ctl.n_root of them)
     evals: np.ndarray           # int64[STACK] static evaluation at each ply (VALUE_NONE in check)
     quiets: np.ndarray          # int32[STACK, 64] quiet moves tried at each ply, for history maluses
+    captures: np.ndarray        # int32[STACK, 32] captures and promotions tried at each ply, likewise
     lmr: np.ndarray             # int8[LMR_SIZE, LMR_SIZE] late-move reductions by depth and move number (0..8)
     kf: tuple                   # nnue.ckernel.KernelFuncs (placeholders of the same types on the Numba path)
     small_net: np.ndarray       # nnue.netdir directory of a 17.1 pair's small net, else netdir.unused()
@@ -107,9 +109,11 @@ def new_state(tt, ctl, nn, net, kf, small_net, small_computed, clock) -> SearchS
         pv_len=np.zeros(STACK, np.int64), pv=np.zeros((STACK, STACK), np.int32),
         killers=np.zeros((STACK, 2), np.int32), history=np.zeros((2, 4096), np.int16),
         cont_history=np.zeros((CONT_KEYS, CONT_KEYS), np.int16),
+        capture_history=np.zeros((CONT_KEYS, 8), np.int16),
         counters=np.zeros(16 * 64, np.int32), cur_move=np.zeros(STACK, np.int32),
         excluded=np.zeros(STACK, np.int32),
         ctl=ctl, nn=nn, net=net, tte=np.zeros((STACK, TTE_SIZE), np.int64),
         root_moves=np.zeros(MAX_MOVES, np.int32), evals=np.zeros(STACK, np.int64),
-        quiets=np.zeros((STACK, 64), np.int32), lmr=lmr_table(), kf=kf,
+        quiets=np.zeros((STACK, 64), np.int32),
+        captures=np.zeros((STACK, 32), np.int32), lmr=lmr_table(), kf=kf,
         small_net=small_net, small_computed=small_computed, clock=clock)
