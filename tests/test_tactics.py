@@ -37,13 +37,17 @@ def test_short_mates_found_with_exact_distance(searcher, fen, dm):
 
 
 def test_most_easy_wac_positions_solved(searcher):
-    """The first 40 Win At Chess positions at depth 8: an engine worth the name solves most."""
+    """The first 40 Win At Chess positions with 100,000 nodes each: an engine worth the name solves most.
+
+    A node budget, not a depth: the search's extensions and history pruning change what a given depth means
+    (at depth 8 the build before singular extensions solved 30, those after 28-29), while the work per
+    position is what a player gives. With a 16 MB table, 8d2a835 and each build since solved 36 or 37."""
     from engine.tools.epdtest import read_epd
     from engine.notation import move_to_uci
     rows = read_epd(os.path.join(DATA, "tactics", "wac_revised_arasan_wacnew.epd"))[:40]
     solved = 0
     for board, bm, am, _ in rows:
         searcher.clear()
-        move, _, _ = searcher.think(parse_fen(board.fen()), [], Limits(depth=8))
+        move, _, _ = searcher.think(parse_fen(board.fen()), [], Limits(nodes=100_000))
         solved += move_to_uci(move) in bm if bm else move_to_uci(move) not in am
-    assert solved >= 30
+    assert solved >= 34
