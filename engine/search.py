@@ -294,6 +294,35 @@ def static_eval(S, ply, bb, board, st, optimism):
 # Move ordering
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _cont_row(S, ply, back):
+    """The continuation-history row of the move made ``back`` plies before ``ply``: its moved piece * 64 + its
+    to-square, read from the board it was made on; 0 (a row never written) before the root or for a null move."""
+    p = ply - back
+    if p < 0:
+        return 0
+    m = S.cur_move[p]
+    if m == 0 or m == MOVE_NULL:
+        return 0
+    return S.boards[p][m & 63] * 64 + ((m >> 6) & 63)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _cont_rows(S, ply):
+    """The continuation-history rows a node at ``ply`` reads and writes: those of the moves 1, 2 and 4 plies back."""
+    return _cont_row(S, ply, 1), _cont_row(S, ply, 2), _cont_row(S, ply, 4)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _captured_type(board, m):
+    """The type of the piece ``m`` captures (a pawn en passant), 0 for none (a promotion, castling)."""
+    if m & MOVE_EP:
+        return 1
+    if m & MOVE_CASTLE:
+        return 0
+    return board[(m >> 6) & 63] & 7
+
+
 @njit(cache=True, nogil=True, _nrt=False)
 def _score_moves(T, S, ply, n, tt_move, bb, board, side, prev_move):
     moves = S.moves[ply]
@@ -302,7 +331,7 @@ def _score_moves(T, S, ply, n, tt_move, bb, board, side, prev_move):
     history = S.history
     counters = S.counters
     cont = S.cont_history
-    r1, r2, r4 = _cont_row(S, ply, 1), _cont_row(S, ply, 2), _cont_row(S, ply, 4)
+    r1, r2, r4 = _cont_rows(S, ply)
     counter = 0
     if prev_move != 0 and prev_move != MOVE_NULL:
         pto = (prev_move >> 6) & 63
@@ -315,11 +344,7 @@ def _score_moves(T, S, ply, n, tt_move, bb, board, side, prev_move):
         frm = m & 63
         to = (m >> 6) & 63
         promo = (m >> 12) & 7
-        victim = board[to] & 7
-        if m & MOVE_EP:
-            victim = 1
-        if m & MOVE_CASTLE:
-            victim = 0
+        victim = _captured_type(board, m)
         if victim != 0 or promo == 5:
             v = _see_value(victim) + (900 if promo == 5 else 0)
             base = 16 * v + S.capture_history[board[frm] * 64 + to, victim] // 2
@@ -373,29 +398,6 @@ def _gravity(table, row, col, bonus):
     """Moves a history entry towards +-16384 by ``bonus``, less the nearer it is (so |h| <= 16384, an int16)."""
     h = table[row, col]
     table[row, col] = h + bonus - h * abs(bonus) // 16384
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _cont_row(S, ply, back):
-    """The continuation-history row of the move made ``back`` plies before ``ply``: its moved piece * 64 + its
-    to-square, read from the board it was made on; 0 (a row never written) before the root or for a null move."""
-    p = ply - back
-    if p < 0:
-        return 0
-    m = S.cur_move[p]
-    if m == 0 or m == MOVE_NULL:
-        return 0
-    return S.boards[p][m & 63] * 64 + ((m >> 6) & 63)
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _captured_type(board, m):
-    """The type of the piece ``m`` captures (a pawn en passant), 0 for none (a promotion, castling)."""
-    if m & MOVE_EP:
-        return 1
-    if m & MOVE_CASTLE:
-        return 0
-    return board[(m >> 6) & 63] & 7
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -525,7 +527,7 @@ def _update_quiet_stats(S, ply, side, board, best_move, depth, prev_move, quiets
     killer and counter-move."""
     killers = S.killers
     bonus = _history_bonus(depth)
-    r1, r2, r4 = _cont_row(S, ply, 1), _cont_row(S, ply, 2), _cont_row(S, ply, 4)
+    r1, r2, r4 = _cont_rows(S, ply)
     _update_quiet_histories(S, side, board, best_move, bonus, r1, r2, r4)
     for j in range(n_quiets):
         if quiets[j] != best_move:
@@ -672,8 +674,8 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
             if tt_bound == BOUND_EXACT or (tt_bound == BOUND_LOWER and tt_score >= beta) or \
                     (tt_bound == BOUND_UPPER and tt_score <= alpha):
                 if tt_move != 0 and tt_score >= beta and _is_quiet(board, tt_move):
-                    _update_quiet_histories(S, side, board, tt_move, min(16 * depth * depth, 1200),
-                                            _cont_row(S, ply, 1), _cont_row(S, ply, 2), _cont_row(S, ply, 4))
+                    r1, r2, r4 = _cont_rows(S, ply)
+                    _update_quiet_histories(S, side, board, tt_move, min(16 * depth * depth, 1200), r1, r2, r4)
                 return tt_score
     if root and ctl.n_root > 0:
         # A root move excluded by searchmoves or MultiPV must not come first.
@@ -728,7 +730,6 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
     # move also beats beta (multi-cut) and the node fails high; when the table's score is above beta, the
     # table's move is reduced instead.
     tt_ext = 0
-    singular = False
     if (not root and excluded == 0 and depth >= 6 and ply < 2 * ctl.root_depth and tt_move != 0
             and (tt_bound & BOUND_LOWER) != 0
             and tt_depth >= depth - 3 and abs(tt_score) < MATE_IN_MAX):
@@ -738,14 +739,12 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
         S.excluded[ply] = 0
         if ctl.stop:
             return 0
-        singular = True
         if value < singular_beta:
             tt_ext = 1
         elif singular_beta >= beta:
             return singular_beta
         elif tt_score >= beta:
             tt_ext = -1
-        pv_len[ply] = ply
 
     moves = S.moves[ply]
     scores = S.scores[ply]
@@ -810,7 +809,7 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
                 continue
         _do_move(T, S, ply, m)
         ext = 1 if gives_check and ply < 2 * ctl.root_depth else 0
-        if singular and m == tt_move and tt_ext != 0:
+        if tt_ext != 0 and m == tt_move:
             ext = tt_ext
         new_depth = depth - 1 + ext
         if depth >= 3 and move_count > 1 + (1 if pv_node else 0) and (quiet or scores[i] < 0):
