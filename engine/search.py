@@ -807,6 +807,7 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
                     continue
             elif depth <= 6 and not see_ge(T, bb, board, side, m, -110 * depth):
                 continue
+        nodes_before = ctl.nodes
         _do_move(T, S, ply, m)
         ext = 1 if gives_check and ply < 2 * ctl.root_depth else 0
         if tt_ext != 0 and m == tt_move:
@@ -830,6 +831,11 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
             best = score
             if score > alpha:
                 best_move = m
+                if root:
+                    # For the time manager: how unsettled the root is, and how much the best move cost.
+                    ctl.best_nodes = ctl.nodes - nodes_before
+                    if move_count > 1:
+                        ctl.best_changes += 1
                 if pv_node:
                     _update_pv(pv, pv_len, ply, m)
                 if score >= beta:

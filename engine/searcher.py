@@ -16,6 +16,7 @@ from engine.position import ST_KEY
 from engine.search import INF, MATE, MATE_IN_MAX, search_root, tt_hashfull
 from engine.state import HISTORY_KEYS, MAX_PLY, STACK, new_control, new_state
 from engine.tables import tables
+from engine.timeman import Progress
 from nnue import ckernel, netdir
 from nnue.inference import make_scratch
 from nnue.units import PAWN_VALUE_NORMALIZE
@@ -287,7 +288,9 @@ class Searcher:
             alpha, beta = max(prev_score - delta, -INF), min(prev_score + delta, INF)
         delta = 30
         while True:
+            before = int(self.ctl["nodes"][0])
             score = int(search_root(self.T, self.S, depth, alpha, beta))
+            self._call_nodes = int(self.ctl["nodes"][0]) - before     # this thread's, as ``best_nodes``
             if self.stopped:
                 return score, False
             if score <= alpha:
@@ -337,7 +340,7 @@ class Searcher:
         multipv = max(1, min(multipv, len(root)))
         lines = []
         best_move, ponder_move = root[0], None
-        prev_best, stable = None, 0
+        progress = Progress(PAWN_VALUE_NORMALIZE)
         prev_score = 0
         for depth in range(1, max_depth + 1):
             new_lines = []
@@ -346,6 +349,7 @@ class Searcher:
             for k in range(multipv):
                 remaining = [m for m in root if m not in excluded]
                 self._set_root_moves(remaining)
+                self.ctl["best_changes"] = 0
                 score, completed = self._iteration(depth, lines[k].score if k < len(lines) else prev_score, k > 0)
                 n = int(self.S.pv_len[0])
                 pv = [int(m) for m in self.S.pv[0, :n]] if n > 0 else []
@@ -357,6 +361,9 @@ class Searcher:
                     break
                 if not pv:
                     pv = [remaining[0]]
+                if k == 0:
+                    progress.record(score, int(self.ctl["best_changes"][0]), int(self.ctl["best_nodes"][0]),
+                                    self._call_nodes)
                 new_lines.append(Line(score, pv))
                 excluded.append(pv[0])
             if not completed and not new_lines:
@@ -381,9 +388,7 @@ class Searcher:
                 break
             if limits.mate and lines[0].score >= MATE_IN_MAX and (MATE - lines[0].score + 1) // 2 <= limits.mate:
                 break
-            stable = stable + 1 if best_move == prev_best else 0
-            prev_best = best_move
-            if clock is not None and not clock.should_continue(stable, depth):
+            if clock is not None and not clock.should_continue(progress.factor()):
                 break
             if limits.nodes and self.nodes >= limits.nodes:
                 break

@@ -48,6 +48,8 @@ CONTROL = np.dtype([
     ("scheme", np.int64),        # 1: ``net`` is a Quantfish-format net (its scheme's forward pass)
     ("deadline", np.int64),      # stop when the clock (ns, engine.monoclock) passes this; 0 for none
     ("clock_id", np.int64),      # the clock_gettime clock the search reads (engine.monoclock.CLOCK_ID)
+    ("best_changes", np.int64),  # times a root move other than the first became best (the driver resets it)
+    ("best_nodes", np.int64),    # nodes of the subtree of the root move that last became best
 ])
 
 

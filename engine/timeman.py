@@ -10,8 +10,9 @@ The allocation, in milliseconds, for ``go wtime/btime [winc/binc] [movestogo]``:
   after paying the overhead of each of its moves and two more in reserve. It never goes below zero, so with
   little time left the engine moves at once and the clock does not drain in sudden death.
 - ``soft = pool / mtg``: the target. After each iteration the search goes on only while the elapsed time is
-  below about half of it (the next iteration costs about as much as all before it), a little more while the
-  best move changes and less once it has held for three iterations.
+  below about half of it (the next iteration costs about as much as all before it) times a factor that
+  ``Progress`` draws from the iterations so far: more while the best move changes or the score falls, less
+  while the score rises and when the best move took nearly all the nodes (no other move came close).
 - ``hard = min(5 * soft, 0.7 * (remaining - overhead))``, at least 1 ms: a timer stops the search there.
   It never spends what the clock does not have, whatever the increment promises.
 
@@ -67,14 +68,51 @@ class Clock:
         self.soft = None if fresh.soft is None else shift + fresh.soft
         self.hard = None if fresh.hard is None else shift + fresh.hard
 
-    def should_continue(self, stable_iterations, depth):
-        """Stop early when the best move has held for several iterations."""
+    def should_continue(self, factor=1.0):
+        """Whether to start another iteration, with the target scaled by ``factor`` (``Progress.factor``)."""
         if self.soft is None:
             return True
         elapsed = self.elapsed()
-        factor = 1.3 if stable_iterations == 0 else (1.0 if stable_iterations < 3 else 0.6)
         # The next iteration takes roughly as long as all before it together.
         return elapsed < self.soft * factor * 0.55 and elapsed < (self.hard or 1e9) * 0.5
+
+
+class Progress:
+    """What the finished iterations of one search say about how much of the target it deserves.
+
+    Three signs, multiplied into ``factor`` (between ``MIN_FACTOR`` and ``MAX_FACTOR``):
+
+    - instability: each iteration adds the number of times another root move became best in it, and halves
+      what earlier ones added; a changing best move earns time, one that has held for a while saves it.
+    - falling score: a score below the one of a few iterations ago means trouble found late, worth more
+      time; a rising one needs less.
+    - dominance: the share of the iteration's nodes that went to the best move's subtree. Near all of them
+      means every other move was refuted quickly, so a deeper look is unlikely to change the move.
+    """
+
+    MIN_FACTOR = 0.5
+    MAX_FACTOR = 2.0
+    DOMINANT_SHARE = 0.95
+
+    def __init__(self, pawn=100):
+        self.pawn = pawn            # the score units of a pawn
+        self.changes = 0.0
+        self.scores = []
+        self.share = 0.0
+
+    def record(self, score, best_changes, best_nodes, nodes):
+        """After an iteration: its score, best-move changes, the best move's nodes and all its nodes."""
+        self.changes = self.changes / 2 + best_changes
+        self.scores.append(score)
+        self.share = best_nodes / nodes if nodes > 0 else 0.0
+
+    def factor(self):
+        instability = 0.8 + 0.8 * self.changes
+        earlier = self.scores[max(0, len(self.scores) - 4)] if self.scores else 0
+        drop = (earlier - self.scores[-1]) / self.pawn if self.scores else 0.0
+        falling = min(1.5, max(0.8, 1.0 + 0.8 * drop))
+        dominance = 0.75 if self.share >= self.DOMINANT_SHARE else 1.0
+        return min(self.MAX_FACTOR, max(self.MIN_FACTOR, instability * falling * dominance))
 
 
 class LagMeter:

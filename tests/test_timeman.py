@@ -5,7 +5,7 @@ import time
 import pytest
 
 from engine.searcher import Limits
-from engine.timeman import Clock, LagMeter
+from engine.timeman import Clock, LagMeter, Progress
 
 from tests.test_uci import Uci
 
@@ -45,9 +45,11 @@ def simulate_sudden_death(base_ms, inc_ms, lag_ms, moves, spend):
 
 @pytest.mark.parametrize("base_ms", [1000, 2000, 5000])
 def test_sudden_death_does_not_drain_the_clock(base_ms):
-    # 200 moves a side (the soak's 400-ply limit), each one over its target (1.3 times soft, the most the
-    # iteration rule allows while the best move changes), 2 ms of unseen lag a move: the clock holds.
-    least = simulate_sudden_death(base_ms, 0, 2.0, 200, lambda soft, hard: min(1.3 * soft, hard))
+    # 200 moves a side (the soak's 400-ply limit), each one far over its target (an iteration started just
+    # before the largest scaled target, 0.55 * MAX_FACTOR of soft, that lasts as long as all before it),
+    # 2 ms of unseen lag a move: the clock holds.
+    most = 2 * 0.55 * Progress.MAX_FACTOR
+    least = simulate_sudden_death(base_ms, 0, 2.0, 200, lambda soft, hard: min(most * soft, hard))
     assert least > 0
 
 
@@ -221,3 +223,45 @@ def test_move_overhead_is_kept_back(uci):
     assert spent < 0.7 * (1500 - 1000) + 100, spent      # hard limit: 70% of what the overhead leaves
     spent, _ = timed_go(uci, "go movetime 1400")
     assert spent < 1400 - 1000 + 100, spent
+
+
+def progress_after(iterations):
+    """``Progress`` fed (score, best-move changes, best move's nodes, nodes) per iteration, in pawns of 100."""
+    progress = Progress(pawn=100)
+    for it in iterations:
+        progress.record(*it)
+    return progress.factor()
+
+
+def test_a_changing_best_move_earns_time_and_a_settled_one_saves_it():
+    settled = progress_after([(20, 0, 600, 1000)] * 6)
+    changing = progress_after([(20, 0, 600, 1000)] * 5 + [(20, 2, 600, 1000)])
+    assert changing > 1.0 > settled
+    # Changes decay: the same two changes five iterations back count for much less.
+    earlier = progress_after([(20, 2, 600, 1000)] + [(20, 0, 600, 1000)] * 5)
+    assert settled < earlier < changing
+
+
+def test_a_falling_score_earns_time_and_a_rising_one_saves_it():
+    level = progress_after([(20, 0, 600, 1000)] * 6)
+    falling = progress_after([(20, 0, 600, 1000)] * 5 + [(-40, 0, 600, 1000)])
+    rising = progress_after([(20, 0, 600, 1000)] * 5 + [(80, 0, 600, 1000)])
+    assert rising < level < falling
+
+
+def test_a_dominant_best_move_saves_time():
+    shared = progress_after([(20, 1, 600, 1000)] * 6)
+    dominant = progress_after([(20, 1, 600, 1000)] * 5 + [(20, 1, 990, 1000)])
+    assert dominant < shared
+
+
+@pytest.mark.parametrize("iterations", [[], [(0, 0, 0, 0)], [(0, 9, 1, 1)] * 9, [(30000, 0, 1, 1), (-30000, 40, 0, 5)]])
+def test_the_factor_stays_within_its_bounds(iterations):
+    assert Progress.MIN_FACTOR <= progress_after(iterations) <= Progress.MAX_FACTOR
+
+
+def test_the_clock_scales_its_target_by_the_factor():
+    clock = Clock(soft_ms=1000, hard_ms=5000, started_ns=time.monotonic_ns())
+    clock.started_ns -= int(0.7e9)        # 700 ms spent: past 0.55 of the target, inside 0.55 of twice it
+    assert not clock.should_continue(1.0)
+    assert clock.should_continue(2.0)
