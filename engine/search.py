@@ -720,33 +720,6 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
                     score = beta
                 return score
 
-    # ProbCut: a capture that beats beta by a margin in a search four plies shallower (after a quiescence
-    # search says it might) would almost surely beat beta at full depth too, so the node fails high. Only
-    # captures whose exchange alone wins what the static evaluation lacks are tried, and not when the table
-    # already says a search nearly as deep stays below the raised bound.
-    if not pv_node and not in_check and excluded == 0 and depth >= 5 and abs(beta) < MATE_IN_MAX:
-        pc_beta = beta + 180 - (50 if improving else 0)
-        if not (tt_hit and tt_depth >= depth - 3 and tt_score != VALUE_NONE and tt_score < pc_beta):
-            moves = S.moves[ply]
-            scores = S.scores[ply]
-            k = generate_tactical(T, bb, board, st, moves)
-            _score_moves(T, S, ply, k, tt_move, bb, board, side, prev_move)
-            for i in range(k):
-                m = _pick(moves, scores, i, k)
-                if scores[i] < 0:
-                    break                       # the losing captures come last
-                if not see_ge(T, bb, board, side, m, pc_beta - evals[ply]):
-                    continue
-                _do_move(T, S, ply, m)
-                value = -qsearch(T, S, ply + 1, -pc_beta, -pc_beta + 1)
-                if value >= pc_beta:
-                    value = -search(T, S, ply + 1, depth - 4, -pc_beta, -pc_beta + 1, np.int64(1 - cut_node))
-                if ctl.stop:
-                    return 0
-                if value >= pc_beta:
-                    tt_store(S.tt, key, m, _score_to_tt(value, ply), evals[ply], depth - 3, BOUND_LOWER, ctl.tt_gen)
-                    return value
-
     # Internal iterative reduction: without a TT move this node is probably not worth full depth.
     if depth >= 6 and tt_move == 0 and (pv_node or cut_node == 1):
         depth -= 1

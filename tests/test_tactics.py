@@ -32,9 +32,7 @@ def _mates(max_dm):
 @pytest.mark.parametrize("fen,dm", _mates(7))
 def test_short_mates_found_with_exact_distance(searcher, fen, dm):
     searcher.clear()
-    # Three plies a move and a margin: at 3 * dm + 5 whether the KRR-K mate in 7 shows as mate 7 or a longer
-    # mate depended on what the earlier searches left in the table's replacement state; 3 * dm + 7 did not.
-    _, _, lines = searcher.think(parse_fen(fen), [], Limits(depth=3 * dm + 7))
+    _, _, lines = searcher.think(parse_fen(fen), [], Limits(depth=3 * dm + 5))
     assert score_to_uci(lines[0].score) == f"mate {dm}"
 
 
