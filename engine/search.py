@@ -48,6 +48,11 @@ BOUND_LOWER = 2
 BOUND_EXACT = 3
 TT_BUCKET = 4      # int64 words per bucket
 
+# Move-ordering scores: the table's move first, then winning captures (by victim and capture history), killers
+# and the counter-move, quiets by history, losing captures, under-promotions.
+TT_MOVE_SCORE = 1 << 30
+GOOD_CAPTURE = 1 << 28
+CAPTURE_SPAN = 1 << 24     # more than a capture's victim and capture-history terms can add or take
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -339,19 +344,16 @@ def _score_moves(T, S, ply, n, tt_move, bb, board, side, prev_move):
     for i in range(n):
         m = moves[i]
         if m == tt_move:
-            scores[i] = 1 << 30
+            scores[i] = TT_MOVE_SCORE
             continue
         frm = m & 63
         to = (m >> 6) & 63
         promo = (m >> 12) & 7
         victim = _captured_type(board, m)
         if victim != 0 or promo == 5:
+            # Provisionally a good capture: _pick_move tests its exchange only if it is ever picked.
             v = _see_value(victim) + (900 if promo == 5 else 0)
-            base = 16 * v + S.capture_history[board[frm] * 64 + to, victim] // 2
-            if see_ge(T, bb, board, side, m, 0):
-                scores[i] = (1 << 28) + base
-            else:
-                scores[i] = -(1 << 28) + base
+            scores[i] = GOOD_CAPTURE + 16 * v + S.capture_history[board[frm] * 64 + to, victim] // 2
         elif promo != 0:
             scores[i] = -(1 << 29) + promo
         elif m == killers[ply, 0]:
@@ -366,23 +368,32 @@ def _score_moves(T, S, ply, n, tt_move, bb, board, side, prev_move):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _pick(moves, scores, start, n):
-    # The best score stays in a register, and unsigned indices spare Numba's negative-index wrap-around.
-    best = start
-    best_score = scores[start]
-    for i in range(start + 1, n):
-        s = scores[np.uint64(i)]
-        if s > best_score:
-            best_score = s
-            best = i
-    if best != start:
-        m = moves[start]
-        moves[start] = moves[best]
-        moves[best] = m
-        s = scores[start]
-        scores[start] = scores[best]
-        scores[best] = s
-    return moves[start]
+def _pick_move(T, bb, board, side, moves, scores, start, n):
+    """Swaps the best-scored move of ``start..n`` to ``start`` and returns it. A capture still scored as good
+    has its exchange tested here, when first chosen: a losing one drops to its bad-capture score in place and
+    the choice is made again. Captures never reached (after a cutoff) are never tested, and since a losing
+    capture is never moved, the order is the one that testing every capture up front would give."""
+    while True:
+        # The best score stays in a register, and unsigned indices spare Numba's negative-index wrap-around.
+        best = start
+        best_score = scores[start]
+        for i in range(start + 1, n):
+            s = scores[np.uint64(i)]
+            if s > best_score:
+                best_score = s
+                best = i
+        if best_score >= GOOD_CAPTURE - CAPTURE_SPAN and best_score < TT_MOVE_SCORE \
+                and not see_ge(T, bb, board, side, moves[best], 0):
+            scores[best] = best_score - 2 * GOOD_CAPTURE
+            continue
+        if best != start:
+            m = moves[start]
+            moves[start] = moves[best]
+            moves[best] = m
+            s = scores[start]
+            scores[start] = scores[best]
+            scores[best] = s
+        return moves[start]
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -600,7 +611,7 @@ def qsearch(T, S, ply, alpha, beta):
     _score_moves(T, S, ply, k, tt_move, bb, board, side, S.cur_move[ply - 1] if ply > 0 else 0)
     best_move = 0
     for i in range(k):
-        m = _pick(moves, scores, i, k)
+        m = _pick_move(T, bb, board, side, moves, scores, i, k)
         if not in_check and scores[i] < 0 and best > -MATE_IN_MAX:
             break  # losing captures
         _do_move(T, S, ply, m)
@@ -776,7 +787,7 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
         i += 1
         if i >= n:
             break
-        m = _pick(moves, scores, i, n)
+        m = _pick_move(T, bb, board, side, moves, scores, i, n)
         if m == excluded:
             continue
         quiet = _is_quiet(board, m)
