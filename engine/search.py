@@ -53,6 +53,8 @@ TT_BUCKET = 4      # int64 words per bucket
 TT_MOVE_SCORE = 1 << 30
 GOOD_CAPTURE = 1 << 28
 CAPTURE_SPAN = 1 << 24     # more than a capture's victim and capture-history terms can add or take
+KILLER_SCORE = 1 << 27     # the counter-move; + 1 and + 2 for the killers. Quiet histories stay below it.
+UNDER_PROMOTION = -(1 << 29)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -355,13 +357,13 @@ def _score_moves(T, S, ply, n, tt_move, bb, board, side, prev_move):
             v = _see_value(victim) + (900 if promo == 5 else 0)
             scores[i] = GOOD_CAPTURE + 16 * v + S.capture_history[board[frm] * 64 + to, victim] // 2
         elif promo != 0:
-            scores[i] = -(1 << 29) + promo
+            scores[i] = UNDER_PROMOTION + promo
         elif m == killers[ply, 0]:
-            scores[i] = (1 << 27) + 2
+            scores[i] = KILLER_SCORE + 2
         elif m == killers[ply, 1]:
-            scores[i] = (1 << 27) + 1
+            scores[i] = KILLER_SCORE + 1
         elif m == counter:
-            scores[i] = 1 << 27
+            scores[i] = KILLER_SCORE
         else:
             k = board[frm] * 64 + to
             scores[i] = 2 * history[side, frm * 64 + to] + 2 * cont[r1, k] + cont[r2, k] + cont[r4, k]
@@ -499,7 +501,7 @@ def _reduction(lmr, depth, move_count, pv_node, improving, cut_node, gives_check
     if gives_check:
         r -= 1
     if quiet:
-        if score >= (1 << 27):
+        if score >= KILLER_SCORE:
             r -= 1
         else:
             r -= score // 14000
@@ -809,12 +811,12 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
         gives_check = gives_check_move(T, bb, board, st, m)
         if prune:
             if quiet and not gives_check:
-                if depth <= 7 and not in_check and ev + 110 + 140 * depth <= alpha and scores[i] < (1 << 27):
+                if depth <= 7 and not in_check and ev + 110 + 140 * depth <= alpha and scores[i] < KILLER_SCORE:
                     continue
                 # Histories say this move fails at shallow depth.
                 if depth <= 4 and scores[i] < -4000 * depth:
                     continue
-                if depth <= 7 and scores[i] < (1 << 27) and not see_ge(T, bb, board, side, m, -25 * depth * depth):
+                if depth <= 7 and scores[i] < KILLER_SCORE and not see_ge(T, bb, board, side, m, -25 * depth * depth):
                     continue
             elif depth <= 6 and not see_ge(T, bb, board, side, m, -110 * depth):
                 continue
