@@ -17,6 +17,7 @@ from engine.search import INF, MATE, MATE_IN_MAX, search_root, tt_hashfull
 from engine.state import HISTORY_KEYS, MAX_PLY, STACK, new_control, new_state
 from engine.tables import tables
 from engine.timeman import Progress
+from engine.wdl import wdl, wdl_of_mate
 from nnue import ckernel, netdir
 from nnue.inference import make_scratch
 from nnue.units import PAWN_VALUE_NORMALIZE
@@ -50,13 +51,25 @@ class Line:
 TB_WIN = MATE_IN_MAX - 1    # a tablebase win's reported score, less the plies to zeroing (Stockfish's way)
 
 
+def score_to_cp(v):
+    """A search score (not a mate) in UCI centipawns (Stockfish 15.1's scaling)."""
+    return int(v * 100 / PAWN_VALUE_NORMALIZE)
+
+
 def score_to_uci(v):
     """``cp N`` or ``mate N`` in UCI's units (Stockfish 15.1's scaling)."""
     if v >= MATE_IN_MAX:
         return f"mate {(MATE - v + 1) // 2}"
     if v <= -MATE_IN_MAX:
         return f"mate {-((MATE + v) // 2)}"
-    return f"cp {int(v * 100 / PAWN_VALUE_NORMALIZE)}"
+    return f"cp {score_to_cp(v)}"
+
+
+def score_to_wdl(v, ply):
+    """(win, draw, loss) permille for ``UCI_ShowWDL``: the model's at game ply ``ply``, certain for a mate."""
+    if abs(v) >= MATE_IN_MAX:
+        return wdl_of_mate(1 if v > 0 else 0)
+    return wdl(score_to_cp(v), ply)
 
 
 def board_key(board):

@@ -86,8 +86,3 @@ def wdl_of_mate(mate_in: int) -> tuple[int, int, int]:
     negative, it is mated (``mate 0``: checkmated now): (0, 0, 1000)."""
     return (1000, 0, 0) if mate_in > 0 else (0, 0, 1000)
 
-
-def wdl_of_uci_score(score: str, ply: int) -> tuple[int, int, int]:
-    """(win, draw, loss) for a UCI score text, ``cp N`` or ``mate N``, as ``info ... score`` gives it."""
-    kind, value = score.split()
-    return wdl_of_mate(int(value)) if kind == "mate" else wdl(int(value), ply)

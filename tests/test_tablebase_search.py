@@ -31,8 +31,8 @@ def _outcome_after(oracle, board, move):
     board.push(move)
     if board.is_checkmate():
         return 2
-    if board.is_stalemate() or board.is_insufficient_material() and not board.is_check():
-        return 0 if board.is_stalemate() else -oracle.probe_wdl(board)
+    if board.is_stalemate():
+        return 0
     return -oracle.probe_wdl(board)
 
 

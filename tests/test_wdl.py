@@ -156,6 +156,18 @@ def test_extreme_scores_and_mates():
     assert wdl.wdl_of_mate(-1) == wdl.wdl_of_mate(0) == wdl.wdl_of_mate(-12) == (0, 0, 1000)
 
 
+def test_search_scores_map_to_wdl_in_uci_units():
+    from engine.search import MATE, MATE_IN_MAX
+    from engine.searcher import score_to_uci, score_to_wdl
+    for v in (MATE - 1, MATE - 9, MATE_IN_MAX):
+        assert score_to_uci(v).startswith("mate ") and score_to_wdl(v, 30) == (1000, 0, 0)
+        assert score_to_uci(-v).startswith("mate ") and score_to_wdl(-v, 30) == (0, 0, 1000)
+    for v in (-700, -250, 0, 90, 361, 1400):    # internal units: 361 a pawn, so 361 is "cp 100"
+        cp = int(score_to_uci(v).split()[1])
+        assert score_to_wdl(v, 30) == wdl.wdl(cp, 30)
+    assert score_to_wdl(361, 30) == wdl.wdl(100, 30) != wdl.wdl(361, 30)
+
+
 def test_engine_wdl_is_pure_python():
     source = (ROOT / "engine" / "wdl.py").read_text()
     imports = [line for line in source.splitlines() if line.startswith(("import ", "from "))]

@@ -240,7 +240,7 @@ class UciEngine:
         except TablebaseError as exc:
             raise UciError(f"{exc}; keeping SyzygyPath {self.options['syzygypath'].value}") from None
         old, self._tablebases = self._tablebases, tables if tables.max_pieces else None
-        if old is not None and not self._searching():
+        if old is not None:        # no search is probing it: setoption is refused during a search
             old.close()
         self.info_string(tables.describe())
 
@@ -553,12 +553,11 @@ class UciEngine:
 
     def _search_main(self, board, keys, limits):
         from engine.notation import move_to_uci
-        from engine.searcher import score_to_uci
+        from engine.searcher import score_to_uci, score_to_wdl
         import dataclasses
 
         from engine.skill import MULTIPV as SKILL_MULTIPV
         from engine.skill import Skill
-        from engine.wdl import wdl_of_uci_score
         searcher = self._searcher
         chess960 = self.options["uci_chess960"].value or board.chess960
 
@@ -566,9 +565,8 @@ class UciEngine:
         game_ply = 2 * (board.fullmove - 1) + board.side
 
         def on_info(depth, seldepth, multipv, score, nodes, time_ms, nps, hashfull, tbhits, pv):
-            uci_score = score_to_uci(score)
-            wdl = f" wdl {' '.join(map(str, wdl_of_uci_score(uci_score, game_ply)))}" if show_wdl else ""
-            self.send(f"info depth {depth} seldepth {seldepth} multipv {multipv} score {uci_score}{wdl} "
+            wdl = f" wdl {' '.join(map(str, score_to_wdl(score, game_ply)))}" if show_wdl else ""
+            self.send(f"info depth {depth} seldepth {seldepth} multipv {multipv} score {score_to_uci(score)}{wdl} "
                       f"nodes {nodes} nps {nps} hashfull {hashfull} tbhits {tbhits} time {time_ms} pv "
                       + " ".join(move_to_uci(m, chess960) for m in pv))
 
