@@ -56,6 +56,10 @@ CAPTURE_SPAN = 1 << 24     # more than a capture's victim and capture-history te
 KILLER_SCORE = 1 << 27     # the counter-move; + 1 and + 2 for the killers. Quiet histories stay below it.
 UNDER_PROMOTION = -(1 << 29)
 
+# Double extension of a singular move: how far below the singular bound, and how many on one path.
+DOUBLE_EXT_MARGIN = 25
+DOUBLE_EXT_MAX = 10
+
 
 @njit(cache=True, nogil=True, inline="always")
 def _see_value(pt):
@@ -471,6 +475,7 @@ def _do_null_move(T, S, ply):
     bbs, boards, sts = S.bbs, S.boards, S.sts
     make_null_move(T, bbs[ply], boards[ply], sts[ply], bbs[ply + 1], boards[ply + 1], sts[ply + 1])
     _enter_child(S, ply, MOVE_NULL, 0)
+    S.double_ext[ply] = S.double_ext[ply - 1] if ply > 0 else 0
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -753,7 +758,9 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
         if ctl.stop:
             return 0
         if value < singular_beta:
-            tt_ext = 1
+            # Far below the bound, outside PV nodes: extended twice, as long as the path has few such.
+            tt_ext = 2 if (not pv_node and value < singular_beta - DOUBLE_EXT_MARGIN
+                           and S.double_ext[ply - 1] <= DOUBLE_EXT_MAX) else 1
         elif singular_beta >= beta:
             return singular_beta
         elif tt_score >= beta:
@@ -826,6 +833,7 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
         if tt_ext != 0 and m == tt_move:
             ext = tt_ext
         new_depth = depth - 1 + ext
+        S.double_ext[ply] = (S.double_ext[ply - 1] if ply > 0 else 0) + (1 if ext == 2 else 0)
         if depth >= 3 and move_count > 1 + (1 if pv_node else 0) and (quiet or scores[i] < 0):
             r = _reduction(lmr, depth, move_count, pv_node, improving, cut_node, gives_check, quiet, scores[i])
             d = max(1, min(new_depth - r, new_depth))

@@ -73,6 +73,7 @@ class SearchState(NamedTuple):
     counters: np.ndarray        # int32[16 * 64] counter-move per (piece, to) of the previous move
     cur_move: np.ndarray        # int32[STACK] move made at each ply (MOVE_NULL for a null move)
     excluded: np.ndarray        # int32[STACK] the move a singular-extension search leaves out at a ply, else 0
+    double_ext: np.ndarray      # int32[STACK] double extensions on the path up to and including each ply's move
     ctl: np.ndarray             # CONTROL[1] counters and flags
     nn: tuple                   # the net's accumulator stack (acc, psqt, computed, dirty, ndirty)
     net: np.ndarray             # nnue.netdir directory of the net (or the pair's big net)
@@ -113,7 +114,7 @@ def new_state(tt, ctl, nn, net, kf, small_net, small_computed, clock) -> SearchS
         cont_history=np.zeros((CONT_KEYS, CONT_KEYS), np.int16),
         capture_history=np.zeros((CONT_KEYS, 8), np.int16),
         counters=np.zeros(16 * 64, np.int32), cur_move=np.zeros(STACK, np.int32),
-        excluded=np.zeros(STACK, np.int32),
+        excluded=np.zeros(STACK, np.int32), double_ext=np.zeros(STACK, np.int32),
         ctl=ctl, nn=nn, net=net, tte=np.zeros((STACK, TTE_SIZE), np.int64),
         root_moves=np.zeros(MAX_MOVES, np.int32), evals=np.zeros(STACK, np.int64),
         quiets=np.zeros((STACK, 64), np.int32),
