@@ -445,6 +445,12 @@ def _update_quiet_histories(S, side, board, m, bonus, r1, r2, r4):
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _count_double_ext(S, ply, doubled):
+    """The double extensions on the path through the move made at ``ply``: its parent's, plus ``doubled``."""
+    S.double_ext[ply] = (S.double_ext[ply - 1] if ply > 0 else 0) + doubled
+
+
+@njit(cache=True, nogil=True, inline="always")
 def _enter_child(S, ply, m, nd):
     """Bookkeeping of a move (``MOVE_NULL`` for a null move) made from ``ply``: the child's accumulators of both
     nets are not computed yet (``nd`` pieces changed), its key joins the repetition history.
@@ -475,7 +481,7 @@ def _do_null_move(T, S, ply):
     bbs, boards, sts = S.bbs, S.boards, S.sts
     make_null_move(T, bbs[ply], boards[ply], sts[ply], bbs[ply + 1], boards[ply + 1], sts[ply + 1])
     _enter_child(S, ply, MOVE_NULL, 0)
-    S.double_ext[ply] = S.double_ext[ply - 1] if ply > 0 else 0
+    _count_double_ext(S, ply, 0)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -833,7 +839,7 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
         if tt_ext != 0 and m == tt_move:
             ext = tt_ext
         new_depth = depth - 1 + ext
-        S.double_ext[ply] = (S.double_ext[ply - 1] if ply > 0 else 0) + (1 if ext == 2 else 0)
+        _count_double_ext(S, ply, 1 if ext == 2 else 0)
         if depth >= 3 and move_count > 1 + (1 if pv_node else 0) and (quiet or scores[i] < 0):
             r = _reduction(lmr, depth, move_count, pv_node, improving, cut_node, gives_check, quiet, scores[i])
             d = max(1, min(new_depth - r, new_depth))

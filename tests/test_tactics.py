@@ -31,11 +31,11 @@ def _mates(max_dm):
 
 @pytest.mark.parametrize("fen,dm", _mates(7))
 def test_short_mates_found_with_exact_distance(searcher, fen, dm):
-    """By depth 4·dm + 4 the search reports the shortest mate. Depth is a budget, not a unit of work, as in
-    the WAC test below: 3·dm + 5 (26 for the K+R+R mate in 7) was the exact depth at which the build before
-    the double extension first reported mate 7; with it, a fresh searcher reports mate 7 from depth 25, but
-    after this test's earlier positions (``clear`` keeps the table's generation, as Stockfish's does) mate 8
-    at depth 26 (and mate 7 at 32). A fresh searcher reports mate 7 at every depth from 25 to 32."""
+    """By depth 4·dm + 4 the search reports the shortest mate. Depth is a budget, not a unit of work (as in
+    the WAC test below): 3·dm + 5 was the exact depth at which the build before the double extension first
+    proved the K+R+R mate in 7 (26); with it, that depth gives mate 8 after this test's earlier positions
+    (``clear`` keeps the table's generation, as Stockfish's does), while a fresh searcher gives mate 7 at
+    every depth from 25 to 32."""
     searcher.clear()
     _, _, lines = searcher.think(parse_fen(fen), [], Limits(depth=4 * dm + 4))
     assert score_to_uci(lines[0].score) == f"mate {dm}"
