@@ -430,7 +430,12 @@ def _update_quiet_histories(S, side, board, m, bonus, r1, r2, r4):
     frm = m & 63
     to = (m >> 6) & 63
     _gravity(S.history, side, frm * 64 + to, bonus)
-    k = board[frm] * 64 + to
+    _update_cont_histories(S, board[frm] * 64 + to, bonus, r1, r2, r4)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _update_cont_histories(S, k, bonus, r1, r2, r4):
+    """``bonus`` for column ``k`` (piece * 64 + to-square) of continuation-history rows ``r1``, ``r2``, ``r4``."""
     cont = S.cont_history
     if r1 != 0:
         _gravity(cont, r1, k, bonus)
@@ -562,6 +567,19 @@ def _update_quiet_stats(S, ply, side, board, best_move, depth, prev_move, quiets
     if prev_move != 0 and prev_move != MOVE_NULL:
         pto = (prev_move >> 6) & 63
         S.counters[board[pto] * 64 + pto] = best_move
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _reward_prior_quiet(S, ply, prev_move, depth, extra):
+    """Every move here failed low: the opponent's quiet move that led here refuted this node, so its
+    continuation histories get half a cutoff's bonus, a whole one when the node was expected to hold (PV or
+    cut node) or the fail low was deep. (The whole bonus everywhere solved fewer of the WAC test's positions.)"""
+    if ply == 0 or prev_move == 0 or prev_move == MOVE_NULL or not _is_quiet(S.boards[ply - 1], prev_move):
+        return
+    r1, r2, r4 = _cont_rows(S, ply - 1)
+    to = (prev_move >> 6) & 63
+    bonus = _history_bonus(depth) * (2 if extra else 1) // 2
+    _update_cont_histories(S, S.boards[ply - 1][prev_move & 63] * 64 + to, bonus, r1, r2, r4)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -884,6 +902,8 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
         if _is_quiet(board, best_move):
             _update_quiet_stats(S, ply, side, board, best_move, depth, prev_move, quiets, n_quiets)
         _update_capture_stats(S, board, best_move, depth, captures, n_captures)
+    elif best_move == 0 and (depth >= 5 or pv_node):
+        _reward_prior_quiet(S, ply, prev_move, depth, pv_node or cut_node == 1 or best < alpha - 80 * depth)
     if excluded == 0:
         bound = BOUND_LOWER if best >= beta else (BOUND_EXACT if pv_node and best_move != 0 else BOUND_UPPER)
         tt_store(S.tt, key, best_move, _score_to_tt(best, ply), evals[ply] if not in_check else 0,
