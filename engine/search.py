@@ -574,12 +574,11 @@ def _reward_prior_quiet(S, ply, prev_move, depth, extra):
     """Every move here failed low: the opponent's quiet move that led here refuted this node, so its
     continuation histories get half a cutoff's bonus, a whole one when the node was expected to hold (PV or
     cut node) or the fail low was deep. (The whole bonus everywhere solved fewer of the WAC test's positions.)"""
-    if ply == 0 or prev_move == 0 or prev_move == MOVE_NULL or not _is_quiet(S.boards[ply - 1], prev_move):
+    k = _cont_row(S, ply, 1)    # the prior move's piece * 64 + to-square; 0 at the root or after a null move
+    if k == 0 or not _is_quiet(S.boards[ply - 1], prev_move):
         return
     r1, r2, r4 = _cont_rows(S, ply - 1)
-    to = (prev_move >> 6) & 63
-    bonus = _history_bonus(depth) * (2 if extra else 1) // 2
-    _update_cont_histories(S, S.boards[ply - 1][prev_move & 63] * 64 + to, bonus, r1, r2, r4)
+    _update_cont_histories(S, k, _history_bonus(depth) * (2 if extra else 1) // 2, r1, r2, r4)
 
 
 @njit(cache=True, nogil=True, inline="always")
