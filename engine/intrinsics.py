@@ -12,7 +12,8 @@ them when it returns.
 """
 from numba import types
 from numba.core import cgutils
-from numba.extending import intrinsic
+from numba.core.typing.templates import AttributeTemplate
+from numba.extending import infer_getattr, intrinsic, lower_getattr_generic, models, register_model
 
 
 def _strip(context, builder, ty, value):
@@ -35,3 +36,54 @@ def borrowed(typingctx, value):
     def codegen(context, builder, signature, args):
         return _strip(context, builder, signature.args[0], args[0])
     return value(value), codegen
+
+
+class StateRef(types.Type):
+    """A pointer to a NamedTuple of arrays laid out in memory (``state_ref``), read by field name like the tuple.
+
+    Numba passes a tuple argument as its flattened members, some 8 words per array, so every call of a function
+    taking the search state copied a few hundred words. Through a ``StateRef`` a call passes one pointer, and a
+    field read is one load from memory, as it was from the stack before."""
+
+    def __init__(self, tuple_type):
+        self.tuple_type = tuple_type
+        super().__init__(name=f"StateRef({tuple_type})")
+
+
+@register_model(StateRef)
+class _StateRefModel(models.PrimitiveModel):
+    def __init__(self, dmm, fe_type):
+        super().__init__(dmm, fe_type, dmm.lookup(fe_type.tuple_type).get_data_type().as_pointer())
+
+
+@infer_getattr
+class _StateRefAttributes(AttributeTemplate):
+    key = StateRef
+
+    def generic_resolve(self, ref, attr):
+        fields = ref.tuple_type.fields
+        if attr in fields:
+            return ref.tuple_type.types[fields.index(attr)]
+        return None
+
+
+@lower_getattr_generic(StateRef)
+def _state_ref_getattr(context, builder, ref, value, attr):
+    i = ref.tuple_type.fields.index(attr)
+    model = context.data_model_manager[ref.tuple_type.types[i]]
+    return model.load_from_data_pointer(builder, cgutils.gep_inbounds(builder, value, 0, i))
+
+
+@intrinsic
+def state_ref(typingctx, state):
+    """A ``StateRef`` to a copy of ``state`` (a NamedTuple) stored in the caller's stack frame: valid until the
+    caller returns. Give it ``borrowed`` arrays: the copy holds no references to them."""
+    if not isinstance(state, types.NamedTuple):
+        return None
+
+    def codegen(context, builder, signature, args):
+        model = context.data_model_manager[signature.args[0]]
+        slot = cgutils.alloca_once(builder, model.get_data_type())
+        builder.store(model.as_data(builder, args[0]), slot)
+        return slot
+    return StateRef(state)(state), codegen

@@ -5,7 +5,8 @@ Everything the search touches is a field of ``S``, an ``engine.state.SearchState
 deepening at a time (``search_root``) and keeps the clock; the compiled code only polls the
 stop flag in ``ctl``.
 
-Speed: the search works on ``borrowed`` (owner-less) views of ``S`` and the functions that take ``S`` are
+Speed: the search reaches ``S`` through one pointer (``state_ref``: a call passes one word, not the tuple's
+few hundred), holding ``borrowed`` (owner-less) views of its arrays, and the functions that take ``S`` are
 compiled with ``_nrt=False``, a flag their callees inherit, so no node pays for reference counting (it was
 more than half of the time). Nothing in that call tree may allocate or assign to a slice: Numba then refuses
 to compile, so a violation is a compile error in the tests. Nor may a function in it return an array that
@@ -18,7 +19,7 @@ from numba import njit
 
 from engine.attacks import attackers_by, bishop_attacks, rook_attacks
 from engine.bitops import U0, bit, lsb, pop_lsb, popcount
-from engine.intrinsics import borrowed
+from engine.intrinsics import borrowed, state_ref
 from engine.movegen import checkers, generate_legal, generate_tactical
 from engine.movegen import gives_check as gives_check_move
 from engine.position import (MOVE_CASTLE, MOVE_EP, MOVE_NULL, ST_KEY, ST_KSQ, ST_PLY_FROM_NULL, ST_RULE50, ST_SIDE,
@@ -917,5 +918,5 @@ def search_root(T, S, depth, alpha, beta):
     ctl.root_depth = depth
     ctl.seldepth = 0
     # The caller holds T and S for the whole call, so the tree below can use them without reference counts.
-    return search(borrowed(T), borrowed(S), np.int64(0), np.int64(depth), np.int64(alpha), np.int64(beta),
+    return search(borrowed(T), state_ref(borrowed(S)), np.int64(0), np.int64(depth), np.int64(alpha), np.int64(beta),
                   np.int64(0))

@@ -5,9 +5,10 @@ cannot be taken for another of the same type, and adding one does not shift the 
 one record the search shares with the Python driver (node count, stop flag, limits, flags), also read by name
 (``ctl.nodes``): a numpy structured array of one element, which compiled code sees as a record.
 
-Why so few fields: every array in ``SearchState`` is passed (some 8 words) on each call of the functions that
-take it, once per node, so each field costs speed (measured: 30 more arrays cost 14% of the nodes per
-second). A net's many arrays are therefore reached through one directory of addresses (``nnue.netdir``).
+The compiled search receives the state through one pointer (``engine.intrinsics.state_ref``, made at the root
+of each iteration), so a field costs nothing until it is read. Passed as a tuple, every array was copied (some
+8 words) into each call, once per node: 30 more arrays cost 14% of the nodes per second, and the pointer made
+the search 14% faster. A net's many arrays are reached through one directory of addresses (``nnue.netdir``).
 
 ``new_state`` builds the state next to this declaration; ``engine.searcher.Searcher`` owns it and keeps the
 nets' arrays alive while their directories are in use.
