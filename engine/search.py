@@ -25,7 +25,8 @@ from engine.movegen import gives_check as gives_check_move
 from engine.position import (MOVE_CASTLE, MOVE_EP, MOVE_NULL, ST_KEY, ST_KSQ, ST_PLY_FROM_NULL, ST_RULE50, ST_SIDE,
                              make_move, make_null_move)
 from engine.state import MAX_PLY
-from nnue.evaluate import evaluate_pair_counts, finish_bb, material_17_bb
+from nnue.ceval import evaluate_c
+from nnue.evaluate import evaluate_pair_counts, finish_bb, finish_bb_gen, material_17_bb
 from nnue.inference import bucket_of
 from nnue.netdir import unpack as unpack_net
 from nnue.stack import net_output, net_output_scheme
@@ -278,6 +279,9 @@ def static_eval(S, ply, bb, board, st, optimism):
     rule50 = st[ST_RULE50]
     ksq_w = st[ST_KSQ]
     ksq_b = st[ST_KSQ + 1]
+    if ctl.one_call:
+        p, q = evaluate_c(kf, S.cx, ply, board, ksq_w, ksq_b, side, bucket_of(popcount(bb[0] | bb[8])))
+        return finish_bb_gen(ctl.generation, p, q, bb, side, rule50, optimism)
     net, cnet, _, _, cache, scratch = unpack_net(S.net)
     if ctl.pair:
         pieces, simple, mat = material_17_bb(bb, side)

@@ -18,8 +18,9 @@ from engine.state import HISTORY_KEYS, MAX_PLY, STACK, new_control, new_state
 from engine.tables import tables
 from engine.timeman import Progress
 from engine.wdl import wdl, wdl_of_mate
-from nnue import ckernel, netdir
+from nnue import ceval, ckernel, netdir
 from nnue.inference import make_scratch
+from nnue.netfile import P_GENERATION
 from nnue.units import PAWN_VALUE_NORMALIZE
 
 
@@ -166,8 +167,13 @@ class Searcher:
         self.ctl["pair"] = 1 if self.small_net is not None else 0
         self.ctl["scheme"] = 1 if getattr(self.net, "scheme", None) is not None else 0
         self.ctl["clock_id"] = monoclock.CLOCK_ID
+        # One Stockfish-format net on the C kernel: the whole evaluation is one kernel call (nnue.ceval).
+        one_call = use_c and self.small_net is None and not self.ctl["scheme"][0]
+        self.ctl["one_call"] = 1 if one_call else 0
+        self.ctl["generation"] = int(arrays.params[P_GENERATION])
+        cx = ceval.context(cnet, stack, cache, scratch) if one_call else np.zeros(ceval.CX_SIZE, np.int64)
         self.S = new_state(self.tt, self.ctl, stack, net_directory, kf, small_directory,
-                           np.zeros((STACK, 2), dtype=np.uint8), monoclock.clock_gettime)
+                           np.zeros((STACK, 2), dtype=np.uint8), monoclock.clock_gettime, cx)
 
     @property
     def nodes(self) -> int:

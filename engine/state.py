@@ -51,6 +51,8 @@ CONTROL = np.dtype([
     ("clock_id", np.int64),      # the clock_gettime clock the search reads (engine.monoclock.CLOCK_ID)
     ("best_changes", np.int64),  # times a root move other than the first became best (the driver resets it)
     ("best_nodes", np.int64),    # nodes of the subtree of the root move that last became best
+    ("one_call", np.int64),      # 1: one Stockfish-format net on the C kernel, evaluated in one call (S.cx)
+    ("generation", np.int64),    # that net's generation (nnue.architecture GEN_*), for the final formula
 ])
 
 
@@ -88,6 +90,7 @@ class SearchState(NamedTuple):
     small_net: np.ndarray       # nnue.netdir directory of a 17.1 pair's small net, else netdir.unused()
     small_computed: np.ndarray  # uint8[STACK, 2] the small net's computed flags (its moves are ``nn``'s)
     clock: object               # engine.monoclock.clock_gettime, called with (ctl.clock_id, ctl's address)
+    cx: np.ndarray              # int64 evaluation context of ``net`` for the C kernel (nnue.ceval), when ctl.one_call
 
 
 def lmr_table() -> np.ndarray:
@@ -103,7 +106,7 @@ def new_control() -> np.ndarray:
     return np.zeros(1, CONTROL)
 
 
-def new_state(tt, ctl, nn, net, kf, small_net, small_computed, clock) -> SearchState:
+def new_state(tt, ctl, nn, net, kf, small_net, small_computed, clock, cx) -> SearchState:
     """A state with fresh per-ply arrays around the given shared parts (see the field comments)."""
     return SearchState(
         bbs=np.zeros((STACK, 16), np.uint64), boards=np.zeros((STACK, 64), np.int8),
@@ -120,4 +123,4 @@ def new_state(tt, ctl, nn, net, kf, small_net, small_computed, clock) -> SearchS
         root_moves=np.zeros(MAX_MOVES, np.int32), evals=np.zeros(STACK, np.int64),
         quiets=np.zeros((STACK, 64), np.int32),
         captures=np.zeros((STACK, 32), np.int32), lmr=lmr_table(), kf=kf,
-        small_net=small_net, small_computed=small_computed, clock=clock)
+        small_net=small_net, small_computed=small_computed, clock=clock, cx=cx)

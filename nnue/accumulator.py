@@ -35,11 +35,9 @@ accumulators are then brought up to date only when that net is evaluated (``eval
 import numpy as np
 from numba import njit
 
+# The move record (``dirty`` rows, see above) is stated in nnue.architecture, which the C kernel shares too.
+from nnue.architecture import MAX_DIRTY, NO_SQ  # noqa: F401  (ckernel and pychess_bridge import them here)
 from nnue.features import feature_index, king_bucket_offset, orient, piece_plane
-
-# The move record (``dirty`` rows, see above), defined here only (nnue.ckernel and pychess_bridge import it).
-NO_SQ = 64         # "no square": the piece appears (from) or disappears (to)
-MAX_DIRTY = 3      # at most 3 pieces change per move (capture-promotion, castling is 2)
 
 
 def make_stack(l1: int, max_ply: int, psqt_buckets: int = 8):

@@ -32,6 +32,12 @@ PS_NB = 11 * 64            # 704 piece-square slots per king bucket
 KING_BUCKETS = 32
 NUM_FEATURES = KING_BUCKETS * PS_NB   # 22528
 MAX_ACTIVE = 32            # at most 32 pieces on the board
+KING_PLANE = 640           # both kings share one plane (own/enemy pawn 0/64, knight 128/192, ..., queen 512/576)
+
+# The move record the search hands to the accumulators (nnue.accumulator documents it): rows of (piece, from,
+# to), NO_SQ for a piece that appears or disappears, at most MAX_DIRTY rows.
+NO_SQ = 64
+MAX_DIRTY = 3
 
 # Storage types, in the file and in memory (Stockfish's BiasType / WeightType of each layer).
 FT_DTYPE = np.int16        # FT biases and weights, and so the accumulator
@@ -346,6 +352,12 @@ SCHEME_Q_HI = SCHEME_Q_MUL + FC1_OUT
 SCHEME_ROW = SCHEME_Q_HI + FC1_OUT
 SCHEME_ROUNDINGS = ("floor", "trunc", "nearest")     # the rounding field's codes 0, 1, 2
 
+# The search's evaluation context: the addresses and sizes the C kernel's ``evaluate`` reads, one int64 each in
+# this order (``nnue.ceval.context`` builds it; the arrays' layouts are ``ckernel``'s).
+EVAL_CONTEXT_FIELDS = ("ft_weights", "ft_psqt", "l1", "nb", "ft_shift", "acc", "psqt", "computed", "dirty",
+                       "ndirty", "cache_acc", "cache_psqt", "cache_boards", "w0g", "b0", "w1g", "b1", "w2", "b2",
+                       "x", "nnz", "work")
+
 # ---------------------------------------------------------------------------------------------------------
 # The C kernel's constants (nnue/kernel/qfkernel.c includes the header below; it states no width itself)
 
@@ -373,7 +385,13 @@ C_CONSTANTS = (
     ("QF_SCHEME_Q_WRAP", SCHEME_Q_WRAP, ""),
     ("QF_SCHEME_Q_MUL", SCHEME_Q_MUL, "first multiplier of a row"),
     ("QF_SCHEME_Q_HI", SCHEME_Q_HI, "first clamp of a row"),
-) + tuple((f"QF_S_{name.upper()}", i, "scheme site" if i == 0 else "") for i, name in enumerate(SCHEME_SITES))
+    ("QF_PS_NB", PS_NB, "feature slots per king bucket"),
+    ("QF_KING_PLANE", KING_PLANE, "the kings' feature plane"),
+    ("QF_NO_SQ", NO_SQ, "a move record's 'no square'"),
+    ("QF_MAX_DIRTY", MAX_DIRTY, "rows of a move record"),
+) + tuple((f"QF_S_{name.upper()}", i, "scheme site" if i == 0 else "") for i, name in enumerate(SCHEME_SITES)) \
+  + tuple((f"QF_CX_{name.upper()}", i, "evaluation context field" if i == 0 else "")
+          for i, name in enumerate(EVAL_CONTEXT_FIELDS)) + (("QF_CX_SIZE", len(EVAL_CONTEXT_FIELDS), ""),)
 
 
 def c_defines() -> dict:

@@ -107,6 +107,7 @@ _SIGNATURES = {
     "head": (_I, [_P, _P, _P, _P, _I]),
     "forward": (_I, [_P, _P, _I, _I, _P, _P, _P, _P, _P, _I, _P, _P, _P]),
     "forward_scheme": (_I, [_P, _P, _I, _P, _P, _P, _P, _P, _P, _I, _P, _P, _P]),
+    "evaluate": (_I, [_P, _I, _P, _I, _I, _I, _I]),
 }
 
 
@@ -123,6 +124,7 @@ class KernelFuncs(NamedTuple):
     head: object             # (fc0, w1g, b1, w2, b2) -> positional
     forward: object          # (acc_us, acc_them, l1, ft_shift, w0g, b0, w1g, b1, w2, b2, x, nnz, fc0) -> pos
     forward_scheme: object   # (acc_us, acc_them, l1, qs, w0g, b0, w1, b1, w2, b2, x, nnz, fc0) -> pos
+    evaluate: object         # (cx, ply, board, ksq_w, ksq_b, side, bucket) -> psqt << 32 | positional
 
 
 class Kernel(NamedTuple):

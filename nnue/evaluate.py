@@ -138,7 +138,13 @@ def non_pawn_material_bb(bb):
 def finish_bb(net, p, q, bb, side, rule50, optimism):
     """``finish`` with the material counted from bitboards: the search has them, and popcounts are cheaper
     than a pass over the 64 squares."""
-    if net.params[P_GENERATION] != GEN_SF15_1:
+    return finish_bb_gen(net.params[P_GENERATION], p, q, bb, side, rule50, optimism)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def finish_bb_gen(generation, p, q, bb, side, rule50, optimism):
+    """``finish_bb`` for a net of ``generation`` (``architecture.GEN_*``)."""
+    if generation != GEN_SF15_1:
         pieces, simple, mat = material_17_bb(bb, side)
         p16, q16, nnue = nnue_17(p, q)
         return final_eval_17(nnue, p16, q16, mat, rule50, optimism)

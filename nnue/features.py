@@ -8,9 +8,7 @@ Piece codes are the mailbox codes of ``engine.types`` (colour * 8 + type).
 
 from numba import njit
 
-from nnue.architecture import PS_NB
-
-KING_PLANE = 640   # both kings share one plane
+from nnue.architecture import KING_PLANE, PS_NB
 
 
 @njit(cache=True, nogil=True)

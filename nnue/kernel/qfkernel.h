@@ -71,6 +71,15 @@ QF_API int64_t QF(forward_scheme)(const int16_t *acc_us, const int16_t *acc_them
                                   const int8_t *w0g, const int32_t *b0, const int8_t *w1g, const int32_t *b1,
                                   const int8_t *w2, int64_t b2, uint8_t *x, int32_t *nnz, int32_t *fc0_out);
 
+/* The search's evaluation at ply: for each perspective not yet computed at ply, walk back to the nearest
+   computed ply and apply the move records forward (ply by ply, marking each computed), or, when the
+   perspective's king moved on the way or nothing is computed, refresh ply from board through the refresh
+   cache; then forward for the side to move and layer stack bucket. cx is an evaluation context (int64
+   [QF_CX_SIZE]: addresses and sizes, architecture.EVAL_CONTEXT_FIELDS), board the mailbox at ply. Returns
+   (psqt << 32) | (uint32)positional, psqt = (psqt[us] - psqt[them]) / 2 truncated. */
+QF_API int64_t QF(evaluate)(const int64_t *cx, int64_t ply, const int8_t *board, int64_t ksq_white,
+                            int64_t ksq_black, int64_t side, int64_t bucket);
+
 /* Variant-independent (defined once, in the scalar unit). */
 #define QF_CPU_AVX2 1        /* AVX2, FMA, BMI2, POPCNT */
 #define QF_CPU_AVX512 2      /* AVX-512 F, BW, VL, DQ (and the OS saves the state) */
