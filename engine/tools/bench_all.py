@@ -5,7 +5,8 @@
 Perft (bulk-counted leaves) on the start position to depth 6 and Kiwipete to depth 5, next to
 python-chess on the same positions (at smaller depths: it is ~1000x slower) and Stockfish's
 ``go perft``; the search bench (``engine.bench.run_bench``) with each evaluation path (the best C kernel
-variant, the AVX2 variant, the Numba path) next to ``stockfish bench 16 1 13``; the UCI start-up
+variant, the AVX2 variant, the Numba path) next to Stockfish's ``bench 16 1 13`` run three ways (``STOCKFISH_BENCHES``:
+with its net on quantfish's positions, with its net on its own, and its default mixed bench); the UCI start-up
 (``uciok``, ``readyok``); NNUE evaluations per second (``nnue.tools.bench``) and the C kernel
 against the Numba path (``nnue.tools.kernel_bench``). With ``--startup``, the cold (empty Numba cache) and
 warm start of ``quantfish perft`` measured on a temporary copy of the package (run as a subprocess, so this
@@ -99,9 +100,29 @@ class Stockfish:
         self.p.wait()
 
 
-def stockfish_bench_once(path):
-    out = subprocess.run([path, "bench", "16", "1", "13"], capture_output=True, text=True).stderr
+# How Stockfish's bench is run, by name. Its default bench ("mixed") searches every other position with its
+# classical evaluation (Use NNUE false), and decisive positions of the others too (15.1's hybrid): on its
+# positions 70% of its evaluations are classical, so it is not a same-net yardstick. "nnue" is Stockfish as it
+# plays (Use NNUE true) on its own positions, "nnue, quantfish's positions" the same on the positions
+# `quantfish bench` searches (engine.bench_positions), which compares like with like.
+STOCKFISH_BENCHES = ("nnue, quantfish's positions", "nnue", "default (mixed)")
+
+
+def stockfish_bench_once(path, kind="default (mixed)", fen_file=None):
+    """Stockfish's bench nodes/second at depth 13, 16 MB, one thread, run as ``kind`` (``STOCKFISH_BENCHES``)."""
+    args = {"default (mixed)": [], "nnue": ["default", "depth", "NNUE"],
+            "nnue, quantfish's positions": [fen_file, "depth", "NNUE"]}[kind]
+    out = subprocess.run([path, "bench", "16", "1", "13", *args], capture_output=True, text=True).stderr
     return int(re.search(r"Nodes/second\s*:\s*(\d+)", out).group(1))
+
+
+def write_bench_fens(directory):
+    """The positions of ``quantfish bench``, one FEN a line, for Stockfish's bench; returns the file's path."""
+    from engine.bench_positions import BENCH_FENS
+    path = os.path.join(directory, "quantfish_bench.fens")
+    with open(path, "w") as f:
+        f.write("\n".join(BENCH_FENS) + "\n")
+    return path
 
 
 def evaluation_paths():
@@ -118,7 +139,8 @@ def evaluation_paths():
 
 def quantfish_bench_nps(depth, runs, kernels=None, stockfish=None):
     """{path status: (nodes, median nodes/second)}, the paths' runs interleaved so load hits all alike; with
-    ``stockfish`` (a path) its ``bench 16 1 13`` runs in the same rounds, under the key "stockfish"."""
+    ``stockfish`` (a path) its bench runs in the same rounds in each way of ``STOCKFISH_BENCHES``, under the
+    keys ("stockfish", kind)."""
     from engine.searcher import Searcher
     from nnue.netfile import load_net
     from nnue.netpath import resolve_net_path
@@ -129,15 +151,19 @@ def quantfish_bench_nps(depth, runs, kernels=None, stockfish=None):
         if kernel.status not in searchers:
             searchers[kernel.status] = Searcher(net, 16, kernel=kernel)
     results = {status: [] for status in searchers}
-    sf_rates = []
-    for _ in range(runs):
-        if stockfish:
-            sf_rates.append(stockfish_bench_once(stockfish))
-        for status, s in searchers.items():
-            results[status].append(run_bench(s, depth, lambda line: None))
+    sf_rates = {kind: [] for kind in STOCKFISH_BENCHES}
+    with tempfile.TemporaryDirectory() as tmp:
+        fen_file = write_bench_fens(tmp)
+        for _ in range(runs):
+            if stockfish:
+                for kind in STOCKFISH_BENCHES:
+                    sf_rates[kind].append(stockfish_bench_once(stockfish, kind, fen_file))
+            for status, s in searchers.items():
+                results[status].append(run_bench(s, depth, lambda line: None))
     out = {status: (r[0][0], statistics.median(n / t for n, t in r)) for status, r in results.items()}
-    if sf_rates:
-        out["stockfish"] = (None, statistics.median(sf_rates))
+    for kind, r in sf_rates.items():
+        if r:
+            out[("stockfish", kind)] = (None, statistics.median(r))
     return out
 
 
@@ -211,11 +237,14 @@ def main(argv=None):
 
     print("== search bench (Nodes/second, median of runs; each run of Stockfish and of every path in one round) ==")
     rates = quantfish_bench_nps(args.bench_depth, args.runs, stockfish=sf_path)
-    snps = int(rates.pop("stockfish")[1]) if sf_path else None
+    sf_rates = {key[1]: int(rates.pop(key)[1]) for key in list(rates) if isinstance(key, tuple)}
+    for kind, snps in sf_rates.items():
+        print(f"stockfish bench 16 1 13, {kind}: {snps} nodes/second", flush=True)
     for status, (nodes, qnps) in rates.items():
         line = f"quantfish bench ({status}): {nodes} nodes, {int(qnps)} nodes/second"
-        if snps:
-            line += f"; stockfish bench 16 1 13: {snps} nodes/second; quantfish/stockfish {qnps / snps:.3f}"
+        if sf_rates:
+            line += "; quantfish/stockfish " + ", ".join(f"{qnps / snps:.3f} ({kind})" for kind, snps in
+                                                         sf_rates.items())
         print(line, flush=True)
 
     if not args.skip_nnue:

@@ -1,0 +1,108 @@
+"""The kernel's one-call evaluation (nnue.ceval) gives exactly nnue.stack's accumulators and outputs.
+
+A random walk up and down a search stack (sibling moves, plies evaluated only sometimes so that updates span
+several plies, null moves, king moves that need the refresh cache, a root left uncomputed) is evaluated twice:
+by ``ceval.evaluate_c`` on one stack and by ``nnue.stack.net_output`` (the Numba path, with its own refresh
+cache) on another, in every kernel variant this CPU runs."""
+
+import random
+
+import chess
+import numpy as np
+import pytest
+from numba import njit
+
+from nnue import ceval, ckernel
+from nnue.architecture import EVAL_CONTEXT_FIELDS
+from nnue.inference import bucket_of
+from nnue.pychess_bridge import dirty_pieces, mailbox, set_dirty, side_to_move
+from nnue.stack import net_output
+from tests.test_ckernel import cnet, kernel_lib, kf  # noqa: F401  (fixtures)
+from tests.test_nnue_incremental import _new_game, _pick
+
+STACK = 40
+
+
+@njit(cache=True, nogil=True)
+def _evaluate_c(kf, cx, ply, board, kw, kb, side, bucket):
+    return ceval.evaluate_c(kf, cx, ply, board, kw, kb, side, bucket)
+
+
+def _stack_and_context(cnet, arrays):
+    l1 = arrays.ft_bias.shape[0]
+    stack = ckernel.make_cstack(l1, STACK)
+    cache = ckernel.make_refresh_cache(arrays)
+    scratch = ckernel.make_cscratch(l1)
+    return stack, cache, scratch, ceval.context(cnet, stack, cache, scratch)
+
+
+def test_one_call_equals_the_stack_walk(kf, cnet, nnue_arrays):  # noqa: F811
+    net = nnue_arrays
+    l1 = net.ft_bias.shape[0]
+    c_stack, c_cache, c_scratch, cx = _stack_and_context(cnet, net)   # the context holds no references
+    n_stack = ckernel.make_cstack(l1, STACK)
+    n_cache = ckernel.make_refresh_cache(net)
+    n_scratch = ckernel.make_cscratch(l1)
+    rng = random.Random(1913)
+    evaluated = multi = refreshed = 0
+    for _ in range(4):
+        board = _new_game(rng)
+        for s in (c_stack, n_stack):
+            s[2][:] = 0                      # a new root: nothing computed
+        ply = 0
+        for _ in range(500):
+            if ply < STACK - 2 and not board.is_game_over() and (ply == 0 or rng.random() < 0.6):
+                ply += 1
+                if rng.random() < 0.05 and not board.is_check():
+                    board.push(chess.Move.null())
+                    rows = []
+                else:
+                    move = _pick(board, rng)
+                    rows = dirty_pieces(board, move)
+                    board.push(move)
+                for s in (c_stack, n_stack):
+                    set_dirty(s[3], s[4], ply, rows)
+                    s[2][ply] = 0
+            else:
+                board.pop()
+                ply -= 1
+            if rng.random() < 0.45:
+                m = mailbox(board)
+                kw, kb = board.king(chess.WHITE), board.king(chess.BLACK)
+                side = side_to_move(board)
+                bucket = bucket_of(len(board.piece_map()))
+                if ply > 0 and not c_stack[2][ply - 1].all():
+                    multi += 1
+                if any(row[0] & 7 == 6 for row in c_stack[3][ply][:c_stack[4][ply]]):
+                    refreshed += 1
+                got = _evaluate_c(kf, cx, ply, m, kw, kb, side, bucket)
+                want = net_output(net, n_stack, ply, m, kw, kb, side, bucket, n_scratch, n_cache)
+                assert got == want, (board.fen(), ply)
+                assert c_stack[2][ply].all()
+                for p in range(ply + 1):
+                    if c_stack[2][p].all() and n_stack[2][p].all():
+                        assert np.array_equal(c_stack[0][p], n_stack[0][p]), (board.fen(), p)
+                        assert np.array_equal(c_stack[1][p], n_stack[1][p]), (board.fen(), p)
+                evaluated += 1
+    assert evaluated > 700 and multi > 100 and refreshed > 20
+
+
+def test_context_lists_every_field_and_checks_widths(cnet, nnue_arrays):  # noqa: F811
+    stack, cache, scratch, cx = _stack_and_context(cnet, nnue_arrays)
+    assert cx.shape == (len(EVAL_CONTEXT_FIELDS),) and cx.dtype == np.int64
+    field = {name: int(cx[i]) for i, name in enumerate(EVAL_CONTEXT_FIELDS)}
+    assert field["acc"] == stack[0].ctypes.data and field["ndirty"] == stack[4].ctypes.data
+    assert field["cache_boards"] == cache[2].ctypes.data and field["work"] == scratch[2].ctypes.data
+    assert field["l1"] == nnue_arrays.ft_bias.shape[0] and field["nb"] == 8 and field["ft_shift"] == 0
+    small = ckernel.make_cstack(128, STACK)
+    with pytest.raises(ValueError, match="different widths"):
+        ceval.context(cnet, small, cache, scratch)
+
+
+def test_the_search_takes_the_one_call_path_on_the_c_kernel(nnue_net):
+    from engine.searcher import Searcher
+    k = ckernel.load_kernel("auto")
+    if not k.is_c:
+        pytest.fail(f"no C kernel: {k.reason}")
+    assert Searcher(nnue_net, 1, kernel=k).ctl["one_call"][0] == 1
+    assert Searcher(nnue_net, 1, kernel=ckernel.load_kernel("numba")).ctl["one_call"][0] == 0
