@@ -167,11 +167,12 @@ class Searcher:
         self.ctl["pair"] = 1 if self.small_net is not None else 0
         self.ctl["scheme"] = 1 if getattr(self.net, "scheme", None) is not None else 0
         self.ctl["clock_id"] = monoclock.CLOCK_ID
-        # One Stockfish-format net on the C kernel: the whole evaluation is one kernel call (nnue.ceval).
-        one_call = use_c and self.small_net is None and not self.ctl["scheme"][0]
+        # One net on the C kernel: the whole evaluation is one kernel call (nnue.ceval).
+        one_call = use_c and self.small_net is None
         self.ctl["one_call"] = 1 if one_call else 0
         self.ctl["generation"] = int(arrays.params[P_GENERATION])
-        cx = ceval.context(cnet, stack, cache, scratch) if one_call else np.zeros(ceval.CX_SIZE, np.int64)
+        qscheme = arrays.qscheme if self.ctl["scheme"][0] else None
+        cx = ceval.context(cnet, stack, cache, scratch, qscheme) if one_call else np.zeros(ceval.CX_SIZE, np.int64)
         self.S = new_state(self.tt, self.ctl, stack, net_directory, kf, small_directory,
                            np.zeros((STACK, 2), dtype=np.uint8), monoclock.clock_gettime, cx)
 

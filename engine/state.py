@@ -51,7 +51,7 @@ CONTROL = np.dtype([
     ("clock_id", np.int64),      # the clock_gettime clock the search reads (engine.monoclock.CLOCK_ID)
     ("best_changes", np.int64),  # times a root move other than the first became best (the driver resets it)
     ("best_nodes", np.int64),    # nodes of the subtree of the root move that last became best
-    ("one_call", np.int64),      # 1: one Stockfish-format net on the C kernel, evaluated in one call (S.cx)
+    ("one_call", np.int64),      # 1: one net on the C kernel, evaluated in one kernel call (S.cx)
     ("generation", np.int64),    # that net's generation (nnue.architecture GEN_*), for the final formula
 ])
 

@@ -353,10 +353,11 @@ SCHEME_ROW = SCHEME_Q_HI + FC1_OUT
 SCHEME_ROUNDINGS = ("floor", "trunc", "nearest")     # the rounding field's codes 0, 1, 2
 
 # The search's evaluation context: the addresses and sizes the C kernel's ``evaluate`` reads, one int64 each in
-# this order (``nnue.ceval.context`` builds it; the arrays' layouts are ``ckernel``'s).
+# this order (``nnue.ceval.context`` builds it; the arrays' layouts are ``ckernel``'s; ``qscheme`` is a
+# Quantfish-format net's packed scheme record, 0 for a Stockfish-format net).
 EVAL_CONTEXT_FIELDS = ("ft_weights", "ft_psqt", "l1", "nb", "ft_shift", "acc", "psqt", "computed", "dirty",
                        "ndirty", "cache_acc", "cache_psqt", "cache_boards", "w0g", "b0", "w1g", "b1", "w2", "b2",
-                       "x", "nnz", "work")
+                       "x", "nnz", "work", "qscheme")
 
 # ---------------------------------------------------------------------------------------------------------
 # The C kernel's constants (nnue/kernel/qfkernel.c includes the header below; it states no width itself)
@@ -385,6 +386,7 @@ C_CONSTANTS = (
     ("QF_SCHEME_Q_WRAP", SCHEME_Q_WRAP, ""),
     ("QF_SCHEME_Q_MUL", SCHEME_Q_MUL, "first multiplier of a row"),
     ("QF_SCHEME_Q_HI", SCHEME_Q_HI, "first clamp of a row"),
+    ("QF_SCHEME_SITES", len(SCHEME_SITES), "rows of one layer stack's scheme record"),
     ("QF_PS_NB", PS_NB, "feature slots per king bucket"),
     ("QF_KING_PLANE", KING_PLANE, "the kings' feature plane"),
     ("QF_NO_SQ", NO_SQ, "a move record's 'no square'"),

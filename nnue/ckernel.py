@@ -400,8 +400,9 @@ def make_cstack(l1: int, max_ply: int, psqt_buckets: int = 8):
 
 
 def make_cscratch(l1: int):
-    """(x uint8[l1], nnz int32[l1 + 16], work int32[WORK_SIZE]), 64-byte aligned; one per thread. The kernel
-    needs l1/4 + 16 index slots; the Numba forward, which a Quantfish-format net takes, needs l1."""
+    """(x uint8[l1], nnz int32[l1/4 + 16], work int32[WORK_SIZE]), 64-byte aligned; one per thread. The kernel
+    needs l1/4 + 16 index slots; the Numba forward passes need l1 (``inference.make_scratch``), so never hand
+    them this scratch."""
     return (aligned_zeros(l1, np.uint8), aligned_zeros(l1 // 4 + 16, np.int32),
             aligned_zeros(WORK_SIZE, np.int32))
 

@@ -14,9 +14,9 @@ from numba import njit
 
 from nnue import ceval, ckernel
 from nnue.architecture import EVAL_CONTEXT_FIELDS
-from nnue.inference import bucket_of
+from nnue.inference import bucket_of, make_scratch
 from nnue.pychess_bridge import dirty_pieces, mailbox, set_dirty, side_to_move
-from nnue.stack import net_output
+from nnue.stack import net_output, net_output_scheme
 from tests.test_ckernel import cnet, kernel_lib, kf  # noqa: F401  (fixtures)
 from tests.test_nnue_incremental import _new_game, _pick
 
@@ -28,29 +28,31 @@ def _evaluate_c(kf, cx, ply, board, kw, kb, side, bucket):
     return ceval.evaluate_c(kf, cx, ply, board, kw, kb, side, bucket)
 
 
-def _stack_and_context(cnet, arrays):
+def _stack_and_context(cnet, arrays, qscheme=None):
     l1 = arrays.ft_bias.shape[0]
     stack = ckernel.make_cstack(l1, STACK)
     cache = ckernel.make_refresh_cache(arrays)
     scratch = ckernel.make_cscratch(l1)
-    return stack, cache, scratch, ceval.context(cnet, stack, cache, scratch)
+    return stack, cache, scratch, ceval.context(cnet, stack, cache, scratch, qscheme)
 
 
-def test_one_call_equals_the_stack_walk(kf, cnet, nnue_arrays):  # noqa: F811
-    net = nnue_arrays
+def _walk(kf, net, cnet, scheme, seed, steps=500, games=4):
+    """Random walks of a search stack; each evaluation by the kernel's one call and by ``nnue.stack`` (Numba)
+    on a second stack must agree, and so must every accumulator both have computed."""
     l1 = net.ft_bias.shape[0]
-    c_stack, c_cache, c_scratch, cx = _stack_and_context(cnet, net)   # the context holds no references
+    c_stack, c_cache, c_scratch, cx = _stack_and_context(cnet, net, net.qscheme if scheme else None)  # kept alive
     n_stack = ckernel.make_cstack(l1, STACK)
     n_cache = ckernel.make_refresh_cache(net)
-    n_scratch = ckernel.make_cscratch(l1)
-    rng = random.Random(1913)
+    n_scratch = make_scratch(l1)            # the Numba forward's buffers (its nnz list is longer)
+    reference = net_output_scheme if scheme else net_output
+    rng = random.Random(seed)
     evaluated = multi = refreshed = 0
-    for _ in range(4):
+    for _ in range(games):
         board = _new_game(rng)
         for s in (c_stack, n_stack):
             s[2][:] = 0                      # a new root: nothing computed
         ply = 0
-        for _ in range(500):
+        for _ in range(steps):
             if ply < STACK - 2 and not board.is_game_over() and (ply == 0 or rng.random() < 0.6):
                 ply += 1
                 if rng.random() < 0.05 and not board.is_check():
@@ -76,7 +78,7 @@ def test_one_call_equals_the_stack_walk(kf, cnet, nnue_arrays):  # noqa: F811
                 if any(row[0] & 7 == 6 for row in c_stack[3][ply][:c_stack[4][ply]]):
                     refreshed += 1
                 got = _evaluate_c(kf, cx, ply, m, kw, kb, side, bucket)
-                want = net_output(net, n_stack, ply, m, kw, kb, side, bucket, n_scratch, n_cache)
+                want = reference(net, n_stack, ply, m, kw, kb, side, bucket, n_scratch, n_cache)
                 assert got == want, (board.fen(), ply)
                 assert c_stack[2][ply].all()
                 for p in range(ply + 1):
@@ -84,7 +86,28 @@ def test_one_call_equals_the_stack_walk(kf, cnet, nnue_arrays):  # noqa: F811
                         assert np.array_equal(c_stack[0][p], n_stack[0][p]), (board.fen(), p)
                         assert np.array_equal(c_stack[1][p], n_stack[1][p]), (board.fen(), p)
                 evaluated += 1
+    return evaluated, multi, refreshed
+
+
+def test_one_call_equals_the_stack_walk(kf, cnet, nnue_arrays):  # noqa: F811
+    evaluated, multi, refreshed = _walk(kf, nnue_arrays, cnet, False, 1913)
     assert evaluated > 700 and multi > 100 and refreshed > 20
+
+
+@pytest.mark.parametrize("name,rounding,resolution", [("range-row", "nearest", 255), ("dfp", "floor", 127),
+                                                      ("sf", "nearest", 255)])
+def test_one_call_equals_the_stack_walk_for_quantfish_nets(kf, tmp_path, name, rounding, resolution):  # noqa: F811
+    """A Quantfish-format net: the context lists its scheme record and the kernel takes its forward pass."""
+    from tests.test_quant_engine import _written
+    from tests.test_quant_schemes import _net, _positions
+    from nnue.quant import calibrate, schemes
+    fnet = _net()
+    qnet = schemes.make(name, fnet, calibrate.collect(fnet, _positions(200, 3), min_per_stack=64), rounding,
+                        resolution)
+    net = _written(qnet, tmp_path / "net.qfnn")
+    arrays = net.arrays()
+    evaluated, multi, _ = _walk(kf, arrays, ckernel.make_cnet(net), True, 77, steps=300, games=2)
+    assert evaluated > 200 and multi > 20
 
 
 def test_context_lists_every_field_and_checks_widths(cnet, nnue_arrays):  # noqa: F811
@@ -94,9 +117,12 @@ def test_context_lists_every_field_and_checks_widths(cnet, nnue_arrays):  # noqa
     assert field["acc"] == stack[0].ctypes.data and field["ndirty"] == stack[4].ctypes.data
     assert field["cache_boards"] == cache[2].ctypes.data and field["work"] == scratch[2].ctypes.data
     assert field["l1"] == nnue_arrays.ft_bias.shape[0] and field["nb"] == 8 and field["ft_shift"] == 0
+    assert field["qscheme"] == 0
     small = ckernel.make_cstack(128, STACK)
     with pytest.raises(ValueError, match="different widths"):
         ceval.context(cnet, small, cache, scratch)
+    with pytest.raises(ValueError, match="scheme record of shape"):
+        ceval.context(cnet, stack, cache, scratch, np.zeros((8, 3, 68), np.int64))
 
 
 def test_the_search_takes_the_one_call_path_on_the_c_kernel(nnue_net):

@@ -143,7 +143,7 @@ def test_c_constants_are_the_architectures(kernel_lib):
         # a scheme record's packed layout (nnue.requant), which forward_scheme reads
         "QF_SCHEME_ROW": a.SCHEME_ROW, "QF_SCHEME_Q_SHIFT": a.SCHEME_Q_SHIFT, "QF_SCHEME_Q_DIV": a.SCHEME_Q_DIV,
         "QF_SCHEME_Q_ROUND": a.SCHEME_Q_ROUND, "QF_SCHEME_Q_WRAP": a.SCHEME_Q_WRAP,
-        "QF_SCHEME_Q_MUL": a.SCHEME_Q_MUL, "QF_SCHEME_Q_HI": a.SCHEME_Q_HI,
+        "QF_SCHEME_Q_MUL": a.SCHEME_Q_MUL, "QF_SCHEME_Q_HI": a.SCHEME_Q_HI, "QF_SCHEME_SITES": len(a.SCHEME_SITES),
         **{f"QF_S_{name.upper()}": i for i, name in enumerate(a.SCHEME_SITES)},
         # the feature set and move record the one-call evaluation walks, and its context's layout (nnue.ceval)
         "QF_PS_NB": a.PS_NB, "QF_KING_PLANE": a.KING_PLANE, "QF_NO_SQ": a.NO_SQ, "QF_MAX_DIRTY": a.MAX_DIRTY,

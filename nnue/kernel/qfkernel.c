@@ -677,152 +677,6 @@ QF_API int64_t QF(forward)(const int16_t *acc_us, const int16_t *acc_them, int64
 }
 
 /* ------------------------------------------------------------------------------------------------------ */
-/* The search's whole evaluation in one call: the lazy accumulator walk-back of nnue/stack.py               */
-/* (ensure_accumulator, with the refresh cache of ckernel.refresh_cached_c) and then forward, on the arrays */
-/* an evaluation context lists (architecture.EVAL_CONTEXT_FIELDS; nnue/ceval.py builds it). Done in Numba,  */
-/* the same steps cost the search about as much as the kernel's own work.                                    */
-/* ------------------------------------------------------------------------------------------------------ */
-
-#define CX_PTR(cx, type, field) ((type *)(intptr_t)(cx)[QF_CX_##field])
-
-/* XOR mask putting a square into the perspective's view (see nnue/features.py: orient). */
-QF_INLINE int64_t feat_orient(int64_t persp, int64_t ksq)
-{
-    return ((ksq & 7) < 4 ? 7 : 0) ^ (persp ? 56 : 0);
-}
-
-/* QF_PS_NB * king bucket (nnue/features.py: king_bucket_offset). */
-QF_INLINE int64_t feat_king_bucket(int64_t persp, int64_t ksq)
-{
-    const int64_t r = persp ? 7 - (ksq >> 3) : ksq >> 3;
-    int64_t f = ksq & 7;
-    if (f < 4)
-        f = 7 - f;
-    return ((7 - r) * 4 + (7 - f)) * QF_PS_NB;
-}
-
-/* Plane of a piece code (colour * 8 + type) for a perspective (nnue/features.py: piece_plane). */
-QF_INLINE int64_t feat_plane(int64_t persp, int64_t piece)
-{
-    const int64_t pt = piece & 7;
-    if (pt == 6)
-        return QF_KING_PLANE;
-    return 128 * (pt - 1) + ((piece >> 3) == persp ? 0 : 64);
-}
-
-/* True when the move that led to ply p moved the perspective's king (a refresh is needed below it). */
-QF_INLINE int king_moved(const int32_t *dirty, const int32_t *ndirty, int64_t p, int64_t persp)
-{
-    const int32_t *row = dirty + p * QF_MAX_DIRTY * 3;
-    for (int64_t i = 0; i < ndirty[p]; i++)
-        if (row[3 * i] == persp * 8 + 6)
-            return 1;
-    return 0;
-}
-
-/* One perspective's accumulator at ply from the refresh cache: entry (persp, ksq) += board diff, copied out. */
-static void refresh_from_cache(const int64_t *cx, const int8_t *board, int64_t persp, int64_t ksq,
-                               int16_t *acc_out, int32_t *psqt_out)
-{
-    const int64_t l1 = cx[QF_CX_L1], nb = cx[QF_CX_NB];
-    const int64_t e = persp * 64 + ksq;
-    int8_t *cached = CX_PTR(cx, int8_t, CACHE_BOARDS) + e * 64;
-    int16_t *entry = CX_PTR(cx, int16_t, CACHE_ACC) + e * l1;
-    int32_t *pentry = CX_PTR(cx, int32_t, CACHE_PSQT) + e * nb;
-    const int64_t o = feat_orient(persp, ksq), kb = feat_king_bucket(persp, ksq);
-    int32_t rem[64], add[64];
-    int64_t nr = 0, na = 0;
-    for (int64_t w = 0; w < 8; w++) {
-        uint64_t a, b;
-        memcpy(&a, cached + 8 * w, 8);
-        memcpy(&b, board + 8 * w, 8);
-        if (a == b)
-            continue;
-        for (int64_t sq = 8 * w; sq < 8 * w + 8; sq++) {
-            const int8_t old = cached[sq], now = board[sq];
-            if (old == now)
-                continue;
-            if (old)
-                rem[nr++] = (int32_t)((sq ^ o) + feat_plane(persp, old) + kb);
-            if (now)
-                add[na++] = (int32_t)((sq ^ o) + feat_plane(persp, now) + kb);
-            cached[sq] = now;
-        }
-    }
-    acc_update_impl(CX_PTR(cx, const int16_t, FT_WEIGHTS), CX_PTR(cx, const int32_t, FT_PSQT), l1, nb,
-                    entry, pentry, entry, pentry, acc_out, psqt_out, rem, nr, add, na);
-}
-
-/* acc[p] = acc[p - 1] updated by the move record of ply p, for one perspective whose king stands on ksq. */
-static void update_from_parent(const int64_t *cx, int64_t p, int64_t persp, int64_t ksq)
-{
-    const int64_t l1 = cx[QF_CX_L1], nb = cx[QF_CX_NB];
-    const int32_t *row = CX_PTR(cx, const int32_t, DIRTY) + p * QF_MAX_DIRTY * 3;
-    const int64_t nd = CX_PTR(cx, const int32_t, NDIRTY)[p];
-    const int64_t o = feat_orient(persp, ksq), kb = feat_king_bucket(persp, ksq);
-    int32_t rem[QF_MAX_DIRTY], add[QF_MAX_DIRTY];
-    int64_t nr = 0, na = 0;
-    for (int64_t i = 0; i < nd; i++) {
-        const int64_t base = feat_plane(persp, row[3 * i]) + kb;
-        if (row[3 * i + 1] != QF_NO_SQ)
-            rem[nr++] = (int32_t)((row[3 * i + 1] ^ o) + base);
-        if (row[3 * i + 2] != QF_NO_SQ)
-            add[na++] = (int32_t)((row[3 * i + 2] ^ o) + base);
-    }
-    int16_t *acc = CX_PTR(cx, int16_t, ACC);
-    int32_t *psqt = CX_PTR(cx, int32_t, PSQT);
-    acc_update_impl(CX_PTR(cx, const int16_t, FT_WEIGHTS), CX_PTR(cx, const int32_t, FT_PSQT), l1, nb,
-                    acc + ((p - 1) * 2 + persp) * l1, psqt + ((p - 1) * 2 + persp) * nb,
-                    acc + (p * 2 + persp) * l1, psqt + (p * 2 + persp) * nb, NULL, NULL, rem, nr, add, na);
-}
-
-QF_API int64_t QF(evaluate)(const int64_t *cx, int64_t ply, const int8_t *board, int64_t ksq_white,
-                            int64_t ksq_black, int64_t side, int64_t bucket)
-{
-    const int64_t l1 = cx[QF_CX_L1], nb = cx[QF_CX_NB];
-    int16_t *acc = CX_PTR(cx, int16_t, ACC);
-    int32_t *psqt = CX_PTR(cx, int32_t, PSQT);
-    uint8_t *computed = CX_PTR(cx, uint8_t, COMPUTED);
-    const int32_t *dirty = CX_PTR(cx, const int32_t, DIRTY);
-    const int32_t *ndirty = CX_PTR(cx, const int32_t, NDIRTY);
-    for (int64_t persp = 0; persp < 2; persp++) {
-        if (computed[ply * 2 + persp])
-            continue;
-        const int64_t ksq = persp ? ksq_black : ksq_white;
-        int64_t q = ply;
-        while (!computed[q * 2 + persp]) {
-            if (q == 0 || king_moved(dirty, ndirty, q, persp)) {
-                q = -1;
-                break;
-            }
-            q--;
-        }
-        if (q < 0) {
-            refresh_from_cache(cx, board, persp, ksq, acc + (ply * 2 + persp) * l1, psqt + (ply * 2 + persp) * nb);
-            computed[ply * 2 + persp] = 1;
-            continue;
-        }
-        for (int64_t p = q + 1; p <= ply; p++) {
-            update_from_parent(cx, p, persp, ksq);
-            computed[p * 2 + persp] = 1;
-        }
-    }
-    const int16_t *us = acc + (ply * 2 + side) * l1, *them = acc + (ply * 2 + (1 - side)) * l1;
-    const int64_t n = transform_impl(us, them, l1, cx[QF_CX_FT_SHIFT], CX_PTR(cx, uint8_t, X),
-                                     CX_PTR(cx, int32_t, NNZ));
-    int32_t *fc0_out = CX_PTR(cx, int32_t, WORK);
-    fc0_impl(CX_PTR(cx, const int8_t, W0G) + bucket * (l1 / 4) * W0G_GROUP, CX_PTR(cx, const int32_t, B0)
-             + bucket * QF_FC0_OUT, CX_PTR(cx, uint8_t, X), CX_PTR(cx, int32_t, NNZ), n, fc0_out);
-    const int64_t positional = head_impl(fc0_out, CX_PTR(cx, const int8_t, W1G) + bucket * (QF_FC1_IN / 4) * W1G_GROUP,
-                                         CX_PTR(cx, const int32_t, B1) + bucket * QF_FC1_OUT,
-                                         CX_PTR(cx, const int8_t, W2) + bucket * QF_FC2_IN,
-                                         CX_PTR(cx, const int64_t, B2)[bucket]);
-    const int64_t d = (int64_t)psqt[(ply * 2 + side) * nb + bucket] - psqt[(ply * 2 + (1 - side)) * nb + bucket];
-    const int64_t psqt_half = d / 2;   /* C division truncates, as tdiv does */
-    return (int64_t)((uint64_t)psqt_half << 32) | (int64_t)(uint32_t)(int32_t)positional;
-}
-
-/* ------------------------------------------------------------------------------------------------------ */
 /* Quantfish-format nets: the arithmetic of a scheme record (nnue/requant.py states it; the definition is  */
 /* nnue/quant/simulator.py). fc_0's input and fc_0 / fc_1 have SIMD paths chosen per call from the record */
 /* (plan_x, fc0_wide, fc1_scheme); the per-row requantisations are plain C.                               */
@@ -1246,6 +1100,170 @@ QF_API int64_t QF(forward_scheme)(const int16_t *acc_us, const int16_t *acc_them
         z2 += (int64_t)w2[o] * c;
     }
     return requant_row(z2, QF_ROW(qs, QF_S_OUT), 0) + requant_row(z0[QF_FC0_OUT - 1], QF_ROW(qs, QF_S_SKIP), 0);
+}
+
+/* ------------------------------------------------------------------------------------------------------ */
+/* The search's whole evaluation in one call: the lazy accumulator walk-back of nnue/stack.py               */
+/* (ensure_accumulator, with the refresh cache of ckernel.refresh_cached_c) and then forward, on the arrays */
+/* an evaluation context lists (architecture.EVAL_CONTEXT_FIELDS; nnue/ceval.py builds it). Done in Numba,  */
+/* the same steps cost the search about as much as the kernel's own work.                                    */
+/* ------------------------------------------------------------------------------------------------------ */
+
+#define CX_PTR(cx, type, field) ((type *)(intptr_t)(cx)[QF_CX_##field])
+
+/* XOR mask putting a square into the perspective's view (see nnue/features.py: orient). */
+QF_INLINE int64_t feat_orient(int64_t persp, int64_t ksq)
+{
+    return ((ksq & 7) < 4 ? 7 : 0) ^ (persp ? 56 : 0);
+}
+
+/* QF_PS_NB * king bucket (nnue/features.py: king_bucket_offset). */
+QF_INLINE int64_t feat_king_bucket(int64_t persp, int64_t ksq)
+{
+    const int64_t r = persp ? 7 - (ksq >> 3) : ksq >> 3;
+    int64_t f = ksq & 7;
+    if (f < 4)
+        f = 7 - f;
+    return ((7 - r) * 4 + (7 - f)) * QF_PS_NB;
+}
+
+/* Plane of a piece code (colour * 8 + type) for a perspective (nnue/features.py: piece_plane). */
+QF_INLINE int64_t feat_plane(int64_t persp, int64_t piece)
+{
+    const int64_t pt = piece & 7;
+    if (pt == 6)
+        return QF_KING_PLANE;
+    return 128 * (pt - 1) + ((piece >> 3) == persp ? 0 : 64);
+}
+
+/* True when the move that led to ply p moved the perspective's king (a refresh is needed below it). */
+QF_INLINE int king_moved(const int32_t *dirty, const int32_t *ndirty, int64_t p, int64_t persp)
+{
+    const int32_t *row = dirty + p * QF_MAX_DIRTY * 3;
+    for (int64_t i = 0; i < ndirty[p]; i++)
+        if (row[3 * i] == persp * 8 + 6)
+            return 1;
+    return 0;
+}
+
+/* One perspective's accumulator at ply from the refresh cache: entry (persp, ksq) += board diff, copied out. */
+static void refresh_from_cache(const int64_t *cx, const int8_t *board, int64_t persp, int64_t ksq,
+                               int16_t *acc_out, int32_t *psqt_out)
+{
+    const int64_t l1 = cx[QF_CX_L1], nb = cx[QF_CX_NB];
+    const int64_t e = persp * 64 + ksq;
+    int8_t *cached = CX_PTR(cx, int8_t, CACHE_BOARDS) + e * 64;
+    int16_t *entry = CX_PTR(cx, int16_t, CACHE_ACC) + e * l1;
+    int32_t *pentry = CX_PTR(cx, int32_t, CACHE_PSQT) + e * nb;
+    const int64_t o = feat_orient(persp, ksq), kb = feat_king_bucket(persp, ksq);
+    int32_t rem[64], add[64];
+    int64_t nr = 0, na = 0;
+    for (int64_t w = 0; w < 8; w++) {
+        uint64_t a, b;
+        memcpy(&a, cached + 8 * w, 8);
+        memcpy(&b, board + 8 * w, 8);
+        if (a == b)
+            continue;
+        for (int64_t sq = 8 * w; sq < 8 * w + 8; sq++) {
+            const int8_t old = cached[sq], now = board[sq];
+            if (old == now)
+                continue;
+            if (old)
+                rem[nr++] = (int32_t)((sq ^ o) + feat_plane(persp, old) + kb);
+            if (now)
+                add[na++] = (int32_t)((sq ^ o) + feat_plane(persp, now) + kb);
+            cached[sq] = now;
+        }
+    }
+    acc_update_impl(CX_PTR(cx, const int16_t, FT_WEIGHTS), CX_PTR(cx, const int32_t, FT_PSQT), l1, nb,
+                    entry, pentry, entry, pentry, acc_out, psqt_out, rem, nr, add, na);
+}
+
+/* acc[p] = acc[p - 1] updated by the move record of ply p, for one perspective whose king stands on ksq. */
+static void update_from_parent(const int64_t *cx, int64_t p, int64_t persp, int64_t ksq)
+{
+    const int64_t l1 = cx[QF_CX_L1], nb = cx[QF_CX_NB];
+    const int32_t *row = CX_PTR(cx, const int32_t, DIRTY) + p * QF_MAX_DIRTY * 3;
+    const int64_t nd = CX_PTR(cx, const int32_t, NDIRTY)[p];
+    const int64_t o = feat_orient(persp, ksq), kb = feat_king_bucket(persp, ksq);
+    int32_t rem[QF_MAX_DIRTY], add[QF_MAX_DIRTY];
+    int64_t nr = 0, na = 0;
+    for (int64_t i = 0; i < nd; i++) {
+        const int64_t base = feat_plane(persp, row[3 * i]) + kb;
+        if (row[3 * i + 1] != QF_NO_SQ)
+            rem[nr++] = (int32_t)((row[3 * i + 1] ^ o) + base);
+        if (row[3 * i + 2] != QF_NO_SQ)
+            add[na++] = (int32_t)((row[3 * i + 2] ^ o) + base);
+    }
+    int16_t *acc = CX_PTR(cx, int16_t, ACC);
+    int32_t *psqt = CX_PTR(cx, int32_t, PSQT);
+    acc_update_impl(CX_PTR(cx, const int16_t, FT_WEIGHTS), CX_PTR(cx, const int32_t, FT_PSQT), l1, nb,
+                    acc + ((p - 1) * 2 + persp) * l1, psqt + ((p - 1) * 2 + persp) * nb,
+                    acc + (p * 2 + persp) * l1, psqt + (p * 2 + persp) * nb, NULL, NULL, rem, nr, add, na);
+}
+
+/* (psqt, positional) in one int64: psqt in the high half, positional in the low (both fit 32 bits). */
+QF_INLINE int64_t pack_outputs(int64_t psqt_out, int64_t positional)
+{
+    return (int64_t)((uint64_t)psqt_out << 32) | (int64_t)(uint32_t)(int32_t)positional;
+}
+
+QF_API int64_t QF(evaluate)(const int64_t *cx, int64_t ply, const int8_t *board, int64_t ksq_white,
+                            int64_t ksq_black, int64_t side, int64_t bucket)
+{
+    const int64_t l1 = cx[QF_CX_L1], nb = cx[QF_CX_NB];
+    int16_t *acc = CX_PTR(cx, int16_t, ACC);
+    int32_t *psqt = CX_PTR(cx, int32_t, PSQT);
+    uint8_t *computed = CX_PTR(cx, uint8_t, COMPUTED);
+    const int32_t *dirty = CX_PTR(cx, const int32_t, DIRTY);
+    const int32_t *ndirty = CX_PTR(cx, const int32_t, NDIRTY);
+    for (int64_t persp = 0; persp < 2; persp++) {
+        if (computed[ply * 2 + persp])
+            continue;
+        const int64_t ksq = persp ? ksq_black : ksq_white;
+        int64_t q = ply;
+        while (!computed[q * 2 + persp]) {
+            if (q == 0 || king_moved(dirty, ndirty, q, persp)) {
+                q = -1;
+                break;
+            }
+            q--;
+        }
+        if (q < 0) {
+            refresh_from_cache(cx, board, persp, ksq, acc + (ply * 2 + persp) * l1, psqt + (ply * 2 + persp) * nb);
+            computed[ply * 2 + persp] = 1;
+            continue;
+        }
+        for (int64_t p = q + 1; p <= ply; p++) {
+            update_from_parent(cx, p, persp, ksq);
+            computed[p * 2 + persp] = 1;
+        }
+    }
+    const int16_t *us = acc + (ply * 2 + side) * l1, *them = acc + (ply * 2 + (1 - side)) * l1;
+    const int64_t d = (int64_t)psqt[(ply * 2 + side) * nb + bucket] - psqt[(ply * 2 + (1 - side)) * nb + bucket];
+    const int64_t *qscheme = CX_PTR(cx, const int64_t, QSCHEME);
+    if (qscheme) {
+        /* A Quantfish-format net: its scheme record's forward pass and PSQT requantisation. */
+        const int64_t *qs = qscheme + bucket * QF_SCHEME_SITES * QF_SCHEME_ROW;
+        const int64_t positional = QF(forward_scheme)(
+            us, them, l1, qs, CX_PTR(cx, const int8_t, W0G) + bucket * (l1 / 4) * W0G_GROUP,
+            CX_PTR(cx, const int32_t, B0) + bucket * QF_FC0_OUT,
+            CX_PTR(cx, const int8_t, W1G) + bucket * (QF_FC1_IN / 4) * W1G_GROUP,
+            CX_PTR(cx, const int32_t, B1) + bucket * QF_FC1_OUT, CX_PTR(cx, const int8_t, W2) + bucket * QF_FC2_IN,
+            CX_PTR(cx, const int64_t, B2)[bucket], CX_PTR(cx, uint8_t, X), CX_PTR(cx, int32_t, NNZ),
+            CX_PTR(cx, int32_t, WORK));
+        return pack_outputs(requant_row(d, QF_ROW(qs, QF_S_PSQT), 0), positional);
+    }
+    const int64_t n = transform_impl(us, them, l1, cx[QF_CX_FT_SHIFT], CX_PTR(cx, uint8_t, X),
+                                     CX_PTR(cx, int32_t, NNZ));
+    int32_t *fc0_out = CX_PTR(cx, int32_t, WORK);
+    fc0_impl(CX_PTR(cx, const int8_t, W0G) + bucket * (l1 / 4) * W0G_GROUP, CX_PTR(cx, const int32_t, B0)
+             + bucket * QF_FC0_OUT, CX_PTR(cx, uint8_t, X), CX_PTR(cx, int32_t, NNZ), n, fc0_out);
+    const int64_t positional = head_impl(fc0_out, CX_PTR(cx, const int8_t, W1G) + bucket * (QF_FC1_IN / 4) * W1G_GROUP,
+                                         CX_PTR(cx, const int32_t, B1) + bucket * QF_FC1_OUT,
+                                         CX_PTR(cx, const int8_t, W2) + bucket * QF_FC2_IN,
+                                         CX_PTR(cx, const int64_t, B2)[bucket]);
+    return pack_outputs(d / 2, positional);     /* C division truncates, as tdiv does */
 }
 
 /* ------------------------------------------------------------------------------------------------------ */
