@@ -621,7 +621,10 @@ def qsearch(T, S, ply, alpha, beta):
     key = st[ST_KEY]
     tte = S.tte[ply]
     tt_move = 0
-    if tt_probe(S.tt, key, tte):
+    tt_hit = tt_probe(S.tt, key, tte)
+    s = VALUE_NONE
+    b = 0
+    if tt_hit:
         tt_move = tte[0]
         s = _score_from_tt(tte[1], ply)
         b = tte[4]
@@ -630,9 +633,19 @@ def qsearch(T, S, ply, alpha, beta):
             return s
 
     best = -INF
+    raw_eval = 0
     if not in_check:
-        stand = static_eval(S, ply, bb, board, st, _optimism(ctl, side))
+        # The table's evaluation (0: none stored) spares the net; its score, where its bound allows, is a better
+        # estimate than the evaluation.
+        raw_eval = tte[2] if tt_hit else 0
+        if raw_eval == 0:
+            raw_eval = static_eval(S, ply, bb, board, st, _optimism(ctl, side))
+        stand = raw_eval
+        if tt_hit and abs(s) < MATE_IN_MAX and ((b == BOUND_LOWER and s > stand) or (b == BOUND_UPPER and s < stand)):
+            stand = s
         if stand >= beta:
+            if not tt_hit:
+                tt_store(S.tt, key, 0, _score_to_tt(stand, ply), raw_eval, 0, BOUND_LOWER, ctl.tt_gen)
             return stand
         if stand > alpha:
             alpha = stand
@@ -663,7 +676,7 @@ def qsearch(T, S, ply, alpha, beta):
     if in_check and best == -INF:
         return -MATE + ply
     bound = BOUND_LOWER if best >= beta else BOUND_UPPER
-    tt_store(S.tt, key, best_move, _score_to_tt(best, ply), 0, 0, bound, ctl.tt_gen)
+    tt_store(S.tt, key, best_move, _score_to_tt(best, ply), raw_eval, 0, bound, ctl.tt_gen)
     return best
 
 
@@ -740,6 +753,8 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
     else:
         if tt_hit and tt_eval != VALUE_NONE and tt_eval != 0:
             ev = tt_eval
+        elif ply > 0 and S.cur_move[ply - 1] == MOVE_NULL and evals[ply - 1] != VALUE_NONE:
+            ev = -evals[ply - 1]     # after a null move: the position is the parent's with the other side to move
         else:
             ev = static_eval(S, ply, bb, board, st, _optimism(ctl, side))
         evals[ply] = ev

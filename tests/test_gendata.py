@@ -75,8 +75,13 @@ def test_game_end_rules(player, tmp_path, fen, reason, result):
 
 
 def test_a_won_game_labels_both_sides(nnue_net, tmp_path):
-    """White mates with queen and rook: White's positions are wins, Black's losses."""
-    p = ShardPlayer(nnue_net, GenConfig(depth=3, random_plies=0), _book(tmp_path, "k7/8/8/8/8/8/8/4K1QR w - - 0 1"),
+    """White mates with queen and two rooks: White's positions are wins, Black's losses.
+
+    With queen and one rook against a king in the corner (k7/8/8/8/8/8/8/4K1QR w) a depth-3 search misses the
+    mate in 2 (1. Qg7 Kb8 2. Rh8#: the first move is reduced and the mate is a quiet check), as do depths 4 and
+    5, and the game ends in mate or by the 50-move rule by chance; two rooks and a queen mate within a few
+    moves at depth 3."""
+    p = ShardPlayer(nnue_net, GenConfig(depth=3, random_plies=0), _book(tmp_path, "8/8/8/4k3/8/8/8/R3K1QR w - - 0 1"),
                     seed=1)
     game = p.play()
     assert (game.reason, game.white_result) == (CHECKMATE, WHITE_WINS)
