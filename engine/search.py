@@ -267,10 +267,12 @@ def is_repetition(keys, st, idx, root_idx):
 def static_eval(S, ply, bb, board, st, optimism):
     """NNUE evaluation of the position at ``ply`` (side to move's view), by the C kernel or Numba.
 
-    One net: the formula of its generation (``nnue.evaluate.finish``). A 17.1 pair (``ctl.pair``):
-    ``nnue.evaluate.evaluate_pair_counts``, which takes the pair decision (small net when |simple_eval| is
-    large, the big net otherwise or when the small net's result is small). Each net's accumulators are
-    brought up to date lazily (``nnue.stack``), through the refresh caches, on the path ``ctl.use_c`` names.
+    One net: the formula of its generation (``nnue.evaluate.finish``); on the C kernel (``ctl.one_call``) the
+    kernel brings the accumulators up to date and runs the net in one call (``nnue.ceval``). A 17.1 pair
+    (``ctl.pair``): ``nnue.evaluate.evaluate_pair_counts``, which takes the pair decision (small net when
+    |simple_eval| is large, the big net otherwise or when the small net's result is small). Otherwise each
+    net's accumulators are brought up to date lazily (``nnue.stack``), through the refresh caches, on the path
+    ``ctl.use_c`` names.
     """
     ctl = S.ctl[0]
     use_c = ctl.use_c != 0
@@ -293,14 +295,10 @@ def static_eval(S, ply, bb, board, st, optimism):
                                         rule50, optimism, scratch, s_scratch, cache, s_cache, kf, cnet, s_cnet)
         return evaluate_pair_counts(net, s_net, nn, s_nn, ply, board, ksq_w, ksq_b, side, pieces, simple, mat,
                                     rule50, optimism, scratch, s_scratch, cache, s_cache)
+    # One net on the Numba path (on the C kernel it took the one call above).
     bucket = bucket_of(popcount(bb[0] | bb[8]))
     if ctl.scheme:
-        if use_c:
-            p, q = net_output_scheme(net, S.nn, ply, board, ksq_w, ksq_b, side, bucket, scratch, cache, kf, cnet)
-        else:
-            p, q = net_output_scheme(net, S.nn, ply, board, ksq_w, ksq_b, side, bucket, scratch, cache)
-    elif use_c:
-        p, q = net_output(net, S.nn, ply, board, ksq_w, ksq_b, side, bucket, scratch, cache, kf, cnet)
+        p, q = net_output_scheme(net, S.nn, ply, board, ksq_w, ksq_b, side, bucket, scratch, cache)
     else:
         p, q = net_output(net, S.nn, ply, board, ksq_w, ksq_b, side, bucket, scratch, cache)
     return finish_bb(net, p, q, bb, side, rule50, optimism)
