@@ -48,6 +48,8 @@ def _optimism(ctl, side):
 BOUND_UPPER = 1
 BOUND_LOWER = 2
 BOUND_EXACT = 3
+TT_PV = 4          # or-ed into a stored bound: the position is or was on a principal variation
+TT_DEPTH_MAX = 111  # a stored depth is capped to fit its 7 bits (depth + 16)
 TT_BUCKET = 4      # int64 words per bucket
 
 # Move-ordering scores: the table's move first, then winning captures (by victim and capture history), killers
@@ -86,8 +88,11 @@ def _see_value(pt):
 
 @njit(cache=True, nogil=True, inline="always")
 def _tt_pack(move, score, ev, depth, bound, gen):
+    """One data word: move (17 bits), score and eval (16 each), depth + 16 (7), the PV flag (1), bound (2),
+    generation (5)."""
     return (np.int64(move) | (np.int64(score + 32768) << 17) | (np.int64(ev + 32768) << 33)
-            | (np.int64(depth + 16) << 49) | (np.int64(bound) << 57) | (np.int64(gen & 31) << 59))
+            | (np.int64(min(depth, TT_DEPTH_MAX) + 16) << 49) | (np.int64((bound >> 2) & 1) << 56)
+            | (np.int64(bound & 3) << 57) | (np.int64(gen & 31) << 59))
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -98,7 +103,7 @@ def tt_bucket(tt, key):
 
 @njit(cache=True, nogil=True)
 def tt_probe(tt, key, out):
-    """Fills out = (move, score, eval, depth, bound) and returns True on a hit.
+    """Fills out = (move, score, eval, depth, bound, PV flag) and returns True on a hit.
 
     An entry is (key XOR data, data), so that an entry torn by two threads writing it at once (Lazy SMP; the
     words are written one at a time, with no lock) fails the key check instead of giving another position's
@@ -110,14 +115,16 @@ def tt_probe(tt, key, out):
             out[0] = d & 0x1FFFF
             out[1] = ((d >> 17) & 0xFFFF) - 32768
             out[2] = ((d >> 33) & 0xFFFF) - 32768
-            out[3] = ((d >> 49) & 0xFF) - 16
+            out[3] = ((d >> 49) & 0x7F) - 16
             out[4] = (d >> 57) & 3
+            out[5] = (d >> 56) & 1
             return True
     return False
 
 
 @njit(cache=True, nogil=True)
 def tt_store(tt, key, move, score, ev, depth, bound, gen):
+    """Stores an entry; ``bound`` may carry ``TT_PV``."""
     i = tt_bucket(tt, key)
     slot = -1
     for j in range(0, TT_BUCKET, 2):
@@ -130,7 +137,7 @@ def tt_store(tt, key, move, score, ev, depth, bound, gen):
         for j in range(0, TT_BUCKET, 2):
             d = tt[i + j + 1]
             age = (gen - ((d >> 59) & 31)) & 31
-            worth = ((d >> 49) & 0xFF) - 8 * age
+            worth = ((d >> 49) & 0x7F) - 8 * age
             if d == 0:
                 worth = -(1 << 20)
             if worth < best:
@@ -140,9 +147,9 @@ def tt_store(tt, key, move, score, ev, depth, bound, gen):
         old = tt[slot + 1]
         if move == 0:
             move = old & 0x1FFFF
-        old_depth = ((old >> 49) & 0xFF) - 16
+        old_depth = ((old >> 49) & 0x7F) - 16
         old_gen = (old >> 59) & 31
-        if bound != BOUND_EXACT and depth < old_depth - 3 and old_gen == (gen & 31):
+        if (bound & 3) != BOUND_EXACT and depth < old_depth - 3 and old_gen == (gen & 31):
             return
     data = _tt_pack(move, score, ev, depth, bound, gen)
     tt[slot] = key ^ data
@@ -506,12 +513,15 @@ def _null_move_reduction(depth, ev, beta):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _reduction(lmr, depth, move_count, pv_node, improving, cut_node, gives_check, quiet, score):
-    """Late-move reduction of a move with ordering ``score``: the table's, less for PV nodes, checks,
+def _reduction(lmr, depth, move_count, pv_node, pv_line, improving, cut_node, gives_check, quiet, score):
+    """Late-move reduction of a move with ordering ``score``: the table's, less for PV nodes, for positions
+    that are or were on a principal variation (``pv_line``, unless the node is likely to fail low), checks,
     killers/counter-moves and good histories (butterfly and continuation, as ``_score_moves`` sums them), more
     when not improving and at expected cut nodes."""
     r = np.int64(lmr[min(depth, 63), min(move_count, 63)])
     if pv_node:
+        r -= 1
+    if pv_line:
         r -= 1
     if not improving:
         r += 1
@@ -622,10 +632,12 @@ def qsearch(T, S, ply, alpha, beta):
     tt_hit = tt_probe(S.tt, key, tte)
     s = VALUE_NONE
     b = 0
+    pv_flag = 0
     if tt_hit:
         tt_move = tte[0]
         s = _score_from_tt(tte[1], ply)
         b = tte[4]
+        pv_flag = TT_PV * tte[5]
         if (b == BOUND_EXACT or (b == BOUND_LOWER and s >= beta) or (b == BOUND_UPPER and s <= alpha)) \
                 and beta - alpha == 1:
             return s
@@ -674,7 +686,7 @@ def qsearch(T, S, ply, alpha, beta):
     if in_check and best == -INF:
         return -MATE + ply
     bound = BOUND_LOWER if best >= beta else BOUND_UPPER
-    tt_store(S.tt, key, best_move, _score_to_tt(best, ply), raw_eval, 0, bound, ctl.tt_gen)
+    tt_store(S.tt, key, best_move, _score_to_tt(best, ply), raw_eval, 0, bound | pv_flag, ctl.tt_gen)
     return best
 
 
@@ -721,7 +733,9 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
     tt_depth = -99
     tt_bound = 0
     tt_eval = VALUE_NONE
+    tt_pv = pv_node
     if tt_hit:
+        tt_pv = tt_pv or tte[5] != 0
         tt_move = tte[0]
         tt_score = _score_from_tt(tte[1], ply)
         tt_eval = tte[2]
@@ -832,6 +846,9 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
     move_count = 0
     lmr = S.lmr
     lmp_limit = (3 + depth * depth) // (1 if improving else 2)
+    # On a principal variation now or before, and not a PV node whose table entry already failed low at
+    # this depth: its late moves are reduced less.
+    pv_line = tt_pv and not (pv_node and tt_move != 0 and (tt_bound & BOUND_UPPER) != 0 and tt_depth >= depth)
     i = -1
     while True:
         i += 1
@@ -876,7 +893,8 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
         new_depth = depth - 1 + ext
         _count_double_ext(S, ply, 1 if ext == 2 else 0)
         if depth >= 3 and move_count > 1 + (1 if pv_node else 0) and (quiet or scores[i] < 0):
-            r = _reduction(lmr, depth, move_count, pv_node, improving, cut_node, gives_check, quiet, scores[i])
+            r = _reduction(lmr, depth, move_count, pv_node, pv_line, improving, cut_node, gives_check, quiet,
+                           scores[i])
             d = max(1, min(new_depth - r, new_depth))
             score = -search(T, S, ply + 1, d, -alpha - 1, -alpha, np.int64(1))
             if score > alpha and d < new_depth:
@@ -924,7 +942,7 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
     if excluded == 0:
         bound = BOUND_LOWER if best >= beta else (BOUND_EXACT if pv_node and best_move != 0 else BOUND_UPPER)
         tt_store(S.tt, key, best_move, _score_to_tt(best, ply), evals[ply] if not in_check else 0,
-                 depth, bound, ctl.tt_gen)
+                 depth, bound | (TT_PV if tt_pv else 0), ctl.tt_gen)
     return best
 
 

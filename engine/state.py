@@ -26,7 +26,7 @@ from engine.position import ST_SIZE
 MAX_PLY = 120                 # deepest ply the search reaches (then it returns the static evaluation)
 STACK = MAX_PLY + 8           # rows of every per-ply array
 HISTORY_KEYS = 1024           # game positions before the root kept for repetition detection
-TTE_SIZE = 5                  # a probed TT entry: (move, score, eval, depth, bound)
+TTE_SIZE = 6                  # a probed TT entry: (move, score, eval, depth, bound, PV flag)
 LMR_SIZE = 64                 # the reduction table is [depth][move number], both capped at 63
 CONT_KEYS = 16 * 64           # continuation-history keys: moved piece (0..15) * 64 + to-square
 

@@ -92,7 +92,7 @@ def _hammer(tt, keys, seed, n, out):
     """Stores and probes keys of one bucket from several threads; each key's entry is a function of the key,
     so a hit that returns anything else is a torn (corrupt) entry."""
     s = np.uint64(seed)
-    tte = np.zeros(5, np.int64)
+    tte = np.zeros(6, np.int64)
     for _ in range(n):
         s ^= s << np.uint64(13)
         s ^= s >> np.uint64(7)
