@@ -63,6 +63,10 @@ UNDER_PROMOTION = -(1 << 29)
 # Double extension of a singular move: how far below the singular bound, and how many on one path.
 DOUBLE_EXT_MARGIN = 25
 DOUBLE_EXT_MAX = 10
+# A late move whose reduced search beats alpha by this much (plus so much a ply of the reduction) is
+# re-searched one ply deeper than its full depth.
+DEEPER_MARGIN = 70
+DEEPER_PER_PLY = 12
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -898,7 +902,9 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
             d = max(1, min(new_depth - r, new_depth))
             score = -search(T, S, ply + 1, d, -alpha - 1, -alpha, np.int64(1))
             if score > alpha and d < new_depth:
-                score = -search(T, S, ply + 1, new_depth, -alpha - 1, -alpha, np.int64(1 - cut_node))
+                # Far above alpha after the reduced search: the re-search goes one ply deeper.
+                deeper = 1 if score > alpha + DEEPER_MARGIN + DEEPER_PER_PLY * (new_depth - d) else 0
+                score = -search(T, S, ply + 1, new_depth + deeper, -alpha - 1, -alpha, np.int64(1 - cut_node))
         elif not pv_node or move_count > 1:
             score = -search(T, S, ply + 1, new_depth, -alpha - 1, -alpha, np.int64(1 - cut_node))
         else:
