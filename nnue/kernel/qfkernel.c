@@ -1239,30 +1239,26 @@ QF_API int64_t QF(evaluate)(const int64_t *cx, int64_t ply, const int8_t *board,
             computed[p * 2 + persp] = 1;
         }
     }
+    /* The bucket's layer stack, then the forward pass of the net's format. */
     const int16_t *us = acc + (ply * 2 + side) * l1, *them = acc + (ply * 2 + (1 - side)) * l1;
     const int64_t d = (int64_t)psqt[(ply * 2 + side) * nb + bucket] - psqt[(ply * 2 + (1 - side)) * nb + bucket];
+    const int8_t *w0g = CX_PTR(cx, const int8_t, W0G) + bucket * (l1 / 4) * W0G_GROUP;
+    const int32_t *b0 = CX_PTR(cx, const int32_t, B0) + bucket * QF_FC0_OUT;
+    const int8_t *w1g = CX_PTR(cx, const int8_t, W1G) + bucket * (QF_FC1_IN / 4) * W1G_GROUP;
+    const int32_t *b1 = CX_PTR(cx, const int32_t, B1) + bucket * QF_FC1_OUT;
+    const int8_t *w2 = CX_PTR(cx, const int8_t, W2) + bucket * QF_FC2_IN;
+    const int64_t b2 = CX_PTR(cx, const int64_t, B2)[bucket];
+    uint8_t *x = CX_PTR(cx, uint8_t, X);
+    int32_t *nnz = CX_PTR(cx, int32_t, NNZ), *fc0_out = CX_PTR(cx, int32_t, WORK);
     const int64_t *qscheme = CX_PTR(cx, const int64_t, QSCHEME);
     if (qscheme) {
         /* A Quantfish-format net: its scheme record's forward pass and PSQT requantisation. */
         const int64_t *qs = qscheme + bucket * QF_SCHEME_SITES * QF_SCHEME_ROW;
-        const int64_t positional = QF(forward_scheme)(
-            us, them, l1, qs, CX_PTR(cx, const int8_t, W0G) + bucket * (l1 / 4) * W0G_GROUP,
-            CX_PTR(cx, const int32_t, B0) + bucket * QF_FC0_OUT,
-            CX_PTR(cx, const int8_t, W1G) + bucket * (QF_FC1_IN / 4) * W1G_GROUP,
-            CX_PTR(cx, const int32_t, B1) + bucket * QF_FC1_OUT, CX_PTR(cx, const int8_t, W2) + bucket * QF_FC2_IN,
-            CX_PTR(cx, const int64_t, B2)[bucket], CX_PTR(cx, uint8_t, X), CX_PTR(cx, int32_t, NNZ),
-            CX_PTR(cx, int32_t, WORK));
+        const int64_t positional = QF(forward_scheme)(us, them, l1, qs, w0g, b0, w1g, b1, w2, b2, x, nnz, fc0_out);
         return pack_outputs(requant_row(d, QF_ROW(qs, QF_S_PSQT), 0), positional);
     }
-    const int64_t n = transform_impl(us, them, l1, cx[QF_CX_FT_SHIFT], CX_PTR(cx, uint8_t, X),
-                                     CX_PTR(cx, int32_t, NNZ));
-    int32_t *fc0_out = CX_PTR(cx, int32_t, WORK);
-    fc0_impl(CX_PTR(cx, const int8_t, W0G) + bucket * (l1 / 4) * W0G_GROUP, CX_PTR(cx, const int32_t, B0)
-             + bucket * QF_FC0_OUT, CX_PTR(cx, uint8_t, X), CX_PTR(cx, int32_t, NNZ), n, fc0_out);
-    const int64_t positional = head_impl(fc0_out, CX_PTR(cx, const int8_t, W1G) + bucket * (QF_FC1_IN / 4) * W1G_GROUP,
-                                         CX_PTR(cx, const int32_t, B1) + bucket * QF_FC1_OUT,
-                                         CX_PTR(cx, const int8_t, W2) + bucket * QF_FC2_IN,
-                                         CX_PTR(cx, const int64_t, B2)[bucket]);
+    const int64_t positional = QF(forward)(us, them, l1, cx[QF_CX_FT_SHIFT], w0g, b0, w1g, b1, w2, b2, x, nnz,
+                                           fc0_out);
     return pack_outputs(d / 2, positional);     /* C division truncates, as tdiv does */
 }
 
