@@ -100,6 +100,12 @@ def _tt_pack(move, score, ev, depth, bound, gen):
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _tt_depth(d):
+    """The depth stored in data word ``d`` (its 7-bit field holds depth + 16)."""
+    return ((d >> 49) & 0x7F) - 16
+
+
+@njit(cache=True, nogil=True, inline="always")
 def tt_bucket(tt, key):
     """Index in ``tt`` of the bucket of ``key`` (the Zobrist key as int64 bits)."""
     return (key & (tt.shape[0] // TT_BUCKET - 1)) * TT_BUCKET
@@ -119,7 +125,7 @@ def tt_probe(tt, key, out):
             out[0] = d & 0x1FFFF
             out[1] = ((d >> 17) & 0xFFFF) - 32768
             out[2] = ((d >> 33) & 0xFFFF) - 32768
-            out[3] = ((d >> 49) & 0x7F) - 16
+            out[3] = _tt_depth(d)
             out[4] = (d >> 57) & 3
             out[5] = (d >> 56) & 1
             return True
@@ -141,7 +147,7 @@ def tt_store(tt, key, move, score, ev, depth, bound, gen):
         for j in range(0, TT_BUCKET, 2):
             d = tt[i + j + 1]
             age = (gen - ((d >> 59) & 31)) & 31
-            worth = ((d >> 49) & 0x7F) - 8 * age
+            worth = _tt_depth(d) - 8 * age
             if d == 0:
                 worth = -(1 << 20)
             if worth < best:
@@ -151,7 +157,7 @@ def tt_store(tt, key, move, score, ev, depth, bound, gen):
         old = tt[slot + 1]
         if move == 0:
             move = old & 0x1FFFF
-        old_depth = ((old >> 49) & 0x7F) - 16
+        old_depth = _tt_depth(old)
         old_gen = (old >> 59) & 31
         if (bound & 3) != BOUND_EXACT and depth < old_depth - 3 and old_gen == (gen & 31):
             return
