@@ -5,7 +5,7 @@ from collections import Counter
 import pytest
 
 from engine.searcher import Line
-from engine.skill import ELO_EXTRA_DEPTH, ELO_MAX, ELO_MIN, FULL_LEVEL, Skill
+from engine.skill import ELO_ANCHORS, ELO_CURVE_END, ELO_EXTRA_DEPTH, ELO_MAX, ELO_MIN, FULL_LEVEL, Skill
 from nnue.units import PAWN_VALUE_NORMALIZE as PAWN
 
 
@@ -19,6 +19,20 @@ def test_elo_maps_to_levels_in_order():
     assert not Skill(FULL_LEVEL).enabled and Skill(19.5).enabled
     assert Skill.from_options(20, True, 1500) == Skill.from_elo(1500)
     assert Skill.from_options(7, False, 1500) == Skill(7.0, 0)
+
+
+def test_elo_follows_stockfish_curve_then_the_calibrated_anchors():
+    # Stockfish 15.1's form below the curve's end: (1500 - 1346.6) / 143.4 = 1.0697, to the power 1 / 0.806.
+    assert Skill.from_elo(1500).level == pytest.approx(1.0697 ** (1 / 0.806), abs=1e-3)
+    # No jump where the curve hands over, and each anchor's level is met exactly.
+    assert abs(Skill.from_elo(ELO_CURVE_END + 1).level - Skill.from_elo(ELO_CURVE_END).level) < 0.05
+    for elo, level in ELO_ANCHORS:
+        assert Skill.from_elo(elo).level == pytest.approx(level)
+    # Halfway between two anchors, halfway between their levels.
+    (e1, l1), (e2, l2) = ELO_ANCHORS[:2]
+    assert Skill.from_elo((e1 + e2) // 2).level == pytest.approx((l1 + l2) / 2, abs=0.01)
+    # The top of the scale is full strength: nothing is weakened.
+    assert not Skill.from_elo(ELO_MAX).enabled and Skill.from_elo(ELO_MAX - 1).enabled
 
 
 def _lines(*scores):
