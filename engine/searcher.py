@@ -14,6 +14,7 @@ from engine import monoclock
 from engine.movegen import MAX_MOVES, generate_legal
 from engine.position import ST_KEY
 from engine.search import INF, MATE, MATE_IN_MAX, search_root, tt_hashfull
+from engine.smp import Finished, vote
 from engine.state import HISTORY_KEYS, MAX_PLY, STACK, new_control, new_state
 from engine.tables import tables
 from engine.timeman import Progress
@@ -112,6 +113,7 @@ class Searcher:
         self.ctl = new_control()
         self._share = share
         self.pool = None
+        self.finished = None    # the last finished iteration (engine.smp.Finished), for the threads' vote
         # Syzygy tables at the root (engine.tablebase), set by set_tablebases; the last search's root probe.
         self.tablebases, self.tb_rule50, self.tb_probe_limit = None, True, 7
         self.tb_hits, self._tb_score = 0, None
@@ -344,11 +346,38 @@ class Searcher:
         try:
             if self.pool:
                 self.pool.start(self, board, game_keys, root, min(limits.depth or MAX_PLY - 8, MAX_PLY - 8), share)
-            return self._deepen(board, root, limits, multipv, clock, on_info, start)
+            result = self._deepen(board, root, limits, multipv, clock, on_info, start)
         finally:
             if self.pool:
                 self.pool.join()
             self.arm(None)
+        if self.pool and multipv == 1 and not limits.depth:
+            result = self._voted(result, on_info, start)
+        return result
+
+    def _voted(self, result, on_info, start):
+        """The move the threads vote for (``engine.smp.vote``), in place of the main thread's when it differs;
+        a fixed-depth search keeps the main thread's, as Stockfish does."""
+        if self.finished is None:
+            return result
+        chosen = vote([self.finished] + self.pool.finished(), MATE_IN_MAX)
+        if chosen is self.finished or chosen.pv[0] == result[0]:
+            return result
+        lines = [Line(chosen.score, chosen.pv)]
+        self._report(chosen.depth, lines, on_info, start)
+        return chosen.pv[0], (chosen.pv[1] if len(chosen.pv) > 1 else None), lines
+
+    def _report(self, depth, lines, on_info, start):
+        """One ``info`` line per line of an iteration."""
+        if not on_info:
+            return
+        elapsed = time.perf_counter() - start
+        nodes = self.nodes
+        for k, line in enumerate(lines):
+            on_info(depth=depth, seldepth=int(self.ctl["seldepth"][0]), multipv=k + 1,
+                    score=self._reported(line.score), nodes=nodes, time_ms=int(elapsed * 1000),
+                    nps=int(nodes / elapsed) if elapsed > 0 else 0, hashfull=self.hashfull(),
+                    tbhits=self.tb_hits, pv=line.moves)
 
     def _reported(self, score):
         """The score to report: the tables' when they ranked the root moves, unless the search found a mate."""
@@ -358,6 +387,7 @@ class Searcher:
         """Iterative deepening (with MultiPV lines) until a limit; see ``think``."""
         max_depth = min(limits.depth or MAX_PLY - 8, MAX_PLY - 8)
         multipv = max(1, min(multipv, len(root)))
+        self.finished = None
         lines = []
         best_move, ponder_move = root[0], None
         progress = Progress(PAWN_VALUE_NORMALIZE)
@@ -396,14 +426,9 @@ class Searcher:
             best_move = lines[0].moves[0]
             ponder_move = lines[0].moves[1] if len(lines[0].moves) > 1 else None
             prev_score = lines[0].score
-            elapsed = time.perf_counter() - start
-            if on_info:
-                nodes = self.nodes
-                for k, line in enumerate(lines):
-                    on_info(depth=depth, seldepth=int(self.ctl["seldepth"][0]), multipv=k + 1,
-                            score=self._reported(line.score), nodes=nodes, time_ms=int(elapsed * 1000),
-                            nps=int(nodes / elapsed) if elapsed > 0 else 0, hashfull=self.hashfull(),
-                            tbhits=self.tb_hits, pv=line.moves)
+            if completed:
+                self.finished = Finished(depth, lines[0].score, lines[0].moves)
+            self._report(depth, lines, on_info, start)
             if not completed or self.stopped:
                 break
             if limits.mate and lines[0].score >= MATE_IN_MAX and (MATE - lines[0].score + 1) // 2 <= limits.mate:

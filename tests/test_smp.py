@@ -11,6 +11,8 @@ from engine.fen import parse_fen
 from engine.notation import move_to_uci
 from engine.search import tt_probe, tt_store
 from engine.searcher import Limits, Searcher
+from engine.search import MATE, MATE_IN_MAX
+from engine.smp import Finished, vote
 from engine.timeman import Clock
 
 MIDDLEGAME = "r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3"
@@ -75,6 +77,41 @@ def test_stop_ends_every_thread(searcher):
     assert time.perf_counter() - stopped < 1.0      # 50 ms on an idle machine; generous for a loaded one
     assert _legal(MIDDLEGAME, result["r"][0])
     assert not any(t.is_alive() for t in threading.enumerate() if t.name.startswith("quantfish-helper"))
+
+
+def test_vote_takes_the_move_found_deeper_higher_or_by_more_threads():
+    main = Finished(10, 20, [1, 2])
+    assert vote([main, Finished(10, 20, [1, 5])], MATE_IN_MAX) is main            # the same move: the main's
+    assert vote([main, Finished(10, 10, [3, 4])], MATE_IN_MAX) is main            # a lower score loses
+    higher = Finished(10, 60, [3, 4])
+    assert vote([main, higher], MATE_IN_MAX) is higher                           # a higher one, as deep, wins
+    assert vote([main, Finished(4, 40, [3, 4])], MATE_IN_MAX) is main             # but not from far shallower
+    # Two threads agreeing outvote a third that scored a little higher.
+    assert vote([main, Finished(10, 18, [1, 7]), Finished(10, 30, [3, 4])], MATE_IN_MAX).pv[0] == 1
+    # A mate is taken over any vote, the shorter mate over a longer one; a thread that sees itself mated
+    # gets no vote against one that does not.
+    mate = Finished(6, MATE - 5, [3, 4])
+    assert vote([main, mate], MATE_IN_MAX) is mate
+    assert vote([Finished(12, MATE - 9, [1, 2]), mate], MATE_IN_MAX) is mate
+    assert vote([main, Finished(30, -MATE + 8, [3, 4])], MATE_IN_MAX) is main
+
+
+def test_the_vote_decides_the_move_played(searcher, monkeypatch):
+    # A helper that finished deeper with a far better score for another legal move gets that move played, and
+    # the last info line shows its line; with a fixed depth the main thread's move stands.
+    searcher.set_threads(2)
+    board = parse_fen(MIDDLEGAME)
+    other = next(m for m in searcher.legal_root_moves(board)
+                 if move_to_uci(m, False) == "a2a3")
+    monkeypatch.setattr(searcher.pool, "finished", lambda: [Finished(40, 900, [other])])
+    infos = []
+    limits = Limits(movetime=200)
+    best, ponder, lines = searcher.think(board, [], limits, clock=Clock.for_limits(limits, 0, 10, time.monotonic_ns()),
+                                         on_info=lambda **k: infos.append(k))
+    assert best == other and ponder is None and lines[0].moves == [other]
+    assert infos[-1]["pv"] == [other] and infos[-1]["depth"] == 40
+    best, _, _ = searcher.think(board, [], Limits(depth=6))
+    assert best != other
 
 
 def test_threads_share_one_table_and_resize_keeps_them(searcher):
