@@ -10,6 +10,7 @@ with it for another caller first (one compiled version serves every caller). The
 originals alive while the views are in use: the search makes them at the root of each iteration and drops
 them when it returns.
 """
+from llvmlite import ir
 from numba import types
 from numba.core import cgutils
 from numba.core.typing.templates import AttributeTemplate
@@ -87,3 +88,17 @@ def state_ref(typingctx, state):
         builder.store(model.as_data(builder, args[0]), slot)
         return slot
     return StateRef(state)(state), codegen
+
+
+@intrinsic
+def peek_u8(typingctx, address):
+    """The byte at ``address`` (an int64 holding a pointer): how compiled code reads a file mapped by Python
+    (the Syzygy tables, ``engine.tbprobe``) without copying it into an array. The caller keeps the mapping
+    alive."""
+    if not isinstance(address, types.Integer):
+        return None
+
+    def codegen(context, builder, signature, args):
+        ptr = builder.inttoptr(args[0], ir.IntType(8).as_pointer())
+        return builder.load(ptr)
+    return types.uint8(address), codegen
