@@ -22,9 +22,10 @@ from engine.bitops import U0, bit, lsb, pop_lsb, popcount
 from engine.intrinsics import borrowed, state_ref
 from engine.movegen import checkers, generate_legal, generate_tactical
 from engine.movegen import gives_check as gives_check_move
-from engine.position import (MOVE_CASTLE, MOVE_EP, MOVE_NULL, ST_KEY, ST_KSQ, ST_PLY_FROM_NULL, ST_RULE50, ST_SIDE,
-                             make_move, make_null_move)
+from engine.position import (MOVE_CASTLE, MOVE_EP, MOVE_NULL, ST_CASTLE, ST_KEY, ST_KSQ, ST_PLY_FROM_NULL, ST_RULE50,
+                             ST_SIDE, make_move, make_null_move)
 from engine.state import MAX_PLY
+from engine.tbprobe import TB_FAIL, probe_wdl
 from nnue.ceval import evaluate_c
 from nnue.evaluate import evaluate_pair_counts, finish_bb, finish_bb_gen, material_17_bb
 from nnue.inference import bucket_of
@@ -758,6 +759,34 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
                     r1, r2, r4 = _cont_rows(S, ply)
                     _update_quiet_histories(S, side, board, tt_move, min(16 * depth * depth, 1200), r1, r2, r4)
                 return tt_score
+    # Syzygy tables, right after a capture or pawn move: a win or loss the window cannot change, or a draw,
+    # ends the node with the tables' bound (a win scores just below the mates). Otherwise, in a PV node, the
+    # bound still holds: a win is the least the node scores (``tb_floor``), a loss the most (``tb_cap``).
+    tb_floor, tb_cap = -INF, INF
+    if not root and excluded == 0 and ctl.tb_pieces > 0 and st[ST_RULE50] == 0 and st[ST_CASTLE] == 0:
+        pieces = popcount(bb[0] | bb[8])
+        if pieces <= ctl.tb_pieces and (pieces < ctl.tb_pieces or depth >= ctl.tb_depth):
+            wdl = probe_wdl(T, S.tb, S.bbs, S.boards, S.sts, S.moves, ply, S.tb_scratch)
+            if wdl != TB_FAIL:
+                ctl.tb_hits += 1
+                draw = ctl.tb_rule50
+                if wdl < -draw:
+                    value, bound = -MATE_IN_MAX + ply + 1, BOUND_UPPER
+                elif wdl > draw:
+                    value, bound = MATE_IN_MAX - ply - 1, BOUND_LOWER
+                else:
+                    value, bound = 2 * wdl * draw, BOUND_EXACT
+                if bound == BOUND_EXACT or (bound == BOUND_LOWER and value >= beta) or \
+                        (bound == BOUND_UPPER and value <= alpha):
+                    tt_store(S.tt, key, 0, _score_to_tt(value, ply), 0, min(depth + 6, TT_DEPTH_MAX),
+                             bound | (TT_PV if tt_pv else 0), ctl.tt_gen)
+                    return value
+                if pv_node:
+                    if bound == BOUND_LOWER:
+                        tb_floor = value
+                        alpha = max(alpha, value)
+                    else:
+                        tb_cap = value
     if root and ctl.n_root > 0:
         # A root move excluded by searchmoves or MultiPV must not come first.
         ok = False
@@ -851,7 +880,7 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
     n_quiets = 0
     captures = S.captures[ply]
     n_captures = 0
-    best = -INF
+    best = tb_floor
     best_move = 0
     move_count = 0
     lmr = S.lmr
@@ -951,6 +980,7 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
         _update_capture_stats(S, board, best_move, depth, captures, n_captures)
     elif best_move == 0 and (depth >= 5 or pv_node):
         _reward_prior_quiet(S, ply, prev_move, depth, pv_node or cut_node == 1 or best < alpha - 80 * depth)
+    best = min(best, tb_cap)
     if excluded == 0:
         bound = BOUND_LOWER if best >= beta else (BOUND_EXACT if pv_node and best_move != 0 else BOUND_UPPER)
         tt_store(S.tt, key, best_move, _score_to_tt(best, ply), evals[ply] if not in_check else 0,

@@ -16,6 +16,7 @@ from engine.position import ST_KEY
 from engine.search import INF, MATE, MATE_IN_MAX, search_root, tt_hashfull
 from engine.smp import Finished, vote
 from engine.state import HISTORY_KEYS, MAX_PLY, STACK, new_control, new_state
+from engine import tbload
 from engine.tables import tables
 from engine.timeman import Progress
 from engine.wdl import wdl, wdl_of_mate
@@ -114,9 +115,11 @@ class Searcher:
         self._share = share
         self.pool = None
         self.finished = None    # the last finished iteration (engine.smp.Finished), for the threads' vote
-        # Syzygy tables at the root (engine.tablebase), set by set_tablebases; the last search's root probe.
-        self.tablebases, self.tb_rule50, self.tb_probe_limit = None, True, 7
-        self.tb_hits, self._tb_score = 0, None
+        # Syzygy tables (engine.tablebase), set by set_tablebases: ranked at the root in Python, probed in the
+        # search through their compiled form (engine.tbprobe); the last search's root probe count and score.
+        self.tablebases, self.tb_rule50, self.tb_probe_limit, self.tb_probe_depth = None, True, 7, 1
+        self._tb_arrays = share._tb_arrays if share is not None else tbload.empty_arrays()
+        self._root_tb_hits, self._tb_score = 0, None
         self._build()
 
     @property
@@ -176,7 +179,7 @@ class Searcher:
         qscheme = arrays.qscheme if self.ctl["scheme"][0] else None
         cx = ceval.context(cnet, stack, cache, scratch, qscheme) if one_call else np.zeros(ceval.CX_SIZE, np.int64)
         self.S = new_state(self.tt, self.ctl, stack, net_directory, kf, small_directory,
-                           np.zeros((STACK, 2), dtype=np.uint8), monoclock.clock_gettime, cx)
+                           np.zeros((STACK, 2), dtype=np.uint8), monoclock.clock_gettime, cx, self._tb_arrays)
 
     @property
     def nodes(self) -> int:
@@ -199,9 +202,29 @@ class Searcher:
         """True once the search was told to stop (stop command, time, node limit)."""
         return bool(self.ctl["stop"][0])
 
-    def set_tablebases(self, tablebases, rule50=True, probe_limit=7):
-        """Rank the root moves with ``tablebases`` (an ``engine.tablebase.Tablebases``, or None for none)."""
-        self.tablebases, self.tb_rule50, self.tb_probe_limit = tablebases, bool(rule50), int(probe_limit)
+    def set_tablebases(self, tablebases, rule50=True, probe_limit=7, probe_depth=1):
+        """Rank the root moves with ``tablebases`` (an ``engine.tablebase.Tablebases``, or None for none) and
+        probe their WDL tables in the search, at nodes of at most ``probe_limit`` pieces (with exactly that
+        many, from ``probe_depth`` on). The search must not outlive ``tablebases``: its files stay mapped
+        while it lives."""
+        self.tablebases, self.tb_rule50 = tablebases, bool(rule50)
+        self.tb_probe_limit, self.tb_probe_depth = int(probe_limit), int(probe_depth)
+        compiled = tablebases.compiled() if tablebases is not None else None
+        arrays = compiled.arrays if compiled is not None else tbload.empty_arrays()
+        pieces = min(self.tb_probe_limit, compiled.max_pieces) if compiled is not None else 0
+        for searcher in [self] + (self.pool.helpers if self.pool else []):
+            if searcher.S.tb is not arrays:
+                searcher._tb_arrays = arrays
+                searcher.S = searcher.S._replace(tb=arrays)
+            searcher.ctl["tb_pieces"] = pieces
+            searcher.ctl["tb_depth"] = self.tb_probe_depth
+            searcher.ctl["tb_rule50"] = int(self.tb_rule50)
+
+    @property
+    def tb_hits(self) -> int:
+        """Tablebase probes of the current (or last) search: the root's ranking and the search's, all threads."""
+        searchers = [self] + (self.pool.helpers if self.pool else [])
+        return self._root_tb_hits + sum(int(s.ctl["tb_hits"][0]) for s in searchers)
 
     def _tablebase_root(self, board, root):
         """The root moves that keep the tables' best outcome, best first (``root`` when the tables do not
@@ -211,7 +234,7 @@ class Searcher:
         probe = self.tablebases.rank_root(board.fen(), board.chess960, self.tb_rule50, self.tb_probe_limit)
         if probe is None:
             return root
-        self.tb_hits = len(probe.ranks)
+        self._root_tb_hits = len(probe.ranks)
         rank = {m: probe.ranks[move_to_uci(m, board.chess960)] for m in root}
         # With DTZ the exact rank (shortest win, longest loss); with WDL only, every move of the best outcome.
         grade = (lambda m: rank[m]) if probe.by_dtz else (lambda m: rank_outcome(rank[m])[0])
@@ -288,6 +311,7 @@ class Searcher:
         if reset_stop:
             ctl["stop"] = 0
         ctl["nodes"] = 0
+        ctl["tb_hits"] = 0
         ctl["tt_gen"] = (ctl["tt_gen"] + 1) & 31
         S.killers[:] = 0
         S.excluded[:] = 0      # a stopped search may leave one set
@@ -336,7 +360,7 @@ class Searcher:
             root = [m for m in root if m in limits.searchmoves] or root
         if not root:
             return 0, None, []
-        self.tb_hits, self._tb_score = 0, None
+        self._root_tb_hits, self._tb_score = 0, None
         if self.tablebases is not None:
             root = self._tablebase_root(board, root)
         # With helper threads a node limit is shared out: the threads together search about ``nodes``.

@@ -69,6 +69,8 @@ class HelperPool:
             helper.ctl["tt_gen"] = main.ctl["tt_gen"]
             helper.ctl["max_nodes"] = max_nodes
             helper.ctl["deadline"] = 0       # the main thread keeps the clock and stops the helpers
+            for field in ("tb_pieces", "tb_depth", "tb_rule50"):
+                helper.ctl[field] = main.ctl[field]
             helper._set_root_moves(root)
             helper.finished = None
             t = threading.Thread(target=_deepen, args=(helper, max_depth, k & 1), daemon=True,

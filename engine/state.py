@@ -22,6 +22,7 @@ import numpy as np
 
 from engine.movegen import MAX_MOVES
 from engine.position import ST_SIZE
+from engine.tbprobe import new_scratch
 
 MAX_PLY = 120                 # deepest ply the search reaches (then it returns the static evaluation)
 STACK = MAX_PLY + 8           # rows of every per-ply array
@@ -53,6 +54,10 @@ CONTROL = np.dtype([
     ("best_nodes", np.int64),    # nodes of the subtree of the root move that last became best
     ("one_call", np.int64),      # 1: one net on the C kernel, evaluated in one kernel call (S.cx)
     ("generation", np.int64),    # that net's generation (nnue.architecture GEN_*), for the final formula
+    ("tb_pieces", np.int64),     # Syzygy: probe positions of at most this many pieces (0: no tables)
+    ("tb_depth", np.int64),      # ... and, with exactly that many, at this depth or deeper (SyzygyProbeDepth)
+    ("tb_rule50", np.int64),     # 1: a cursed win or blessed loss counts as a draw (Syzygy50MoveRule)
+    ("tb_hits", np.int64),       # positions the tables decided in this search
 ])
 
 
@@ -91,6 +96,8 @@ class SearchState(NamedTuple):
     small_computed: np.ndarray  # uint8[STACK, 2] the small net's computed flags (its moves are ``nn``'s)
     clock: object               # engine.monoclock.clock_gettime, called with (ctl.clock_id, ctl's address)
     cx: np.ndarray              # int64 evaluation context of ``net`` for the C kernel (nnue.ceval), when ctl.one_call
+    tb: tuple                   # engine.tbprobe.TbArrays of the Syzygy tables (shared, read-only), or empty ones
+    tb_scratch: tuple           # engine.tbprobe.TbScratch of this thread's probes
 
 
 def lmr_table() -> np.ndarray:
@@ -106,7 +113,7 @@ def new_control() -> np.ndarray:
     return np.zeros(1, CONTROL)
 
 
-def new_state(tt, ctl, nn, net, kf, small_net, small_computed, clock, cx) -> SearchState:
+def new_state(tt, ctl, nn, net, kf, small_net, small_computed, clock, cx, tb) -> SearchState:
     """A state with fresh per-ply arrays around the given shared parts (see the field comments)."""
     return SearchState(
         bbs=np.zeros((STACK, 16), np.uint64), boards=np.zeros((STACK, 64), np.int8),
@@ -123,4 +130,4 @@ def new_state(tt, ctl, nn, net, kf, small_net, small_computed, clock, cx) -> Sea
         root_moves=np.zeros(MAX_MOVES, np.int32), evals=np.zeros(STACK, np.int64),
         quiets=np.zeros((STACK, 64), np.int32),
         captures=np.zeros((STACK, 32), np.int32), lmr=lmr_table(), kf=kf,
-        small_net=small_net, small_computed=small_computed, clock=clock, cx=cx)
+        small_net=small_net, small_computed=small_computed, clock=clock, cx=cx, tb=tb, tb_scratch=new_scratch())

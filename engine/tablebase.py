@@ -1,7 +1,7 @@
 """Syzygy endgame tablebases at the root: rank the root moves with python-chess's ``chess.syzygy``.
 
-The compiled search cannot probe the tables, so the engine asks them once, at the root, and searches only the
-moves that keep the best outcome. With DTZ tables a won position keeps just the moves with the shortest
+The engine asks the tables once, at the root, and searches only the moves that keep the best outcome; inside
+the search the compiled probe (``engine.tbprobe``, through ``compiled``) reads the WDL tables. With DTZ tables a won position keeps just the moves with the shortest
 distance to zeroing: following them converts within the 50-move rule whatever the search then prefers.
 Pure Python, nothing compiled: python-chess decompresses the tables itself, about 1-10 ms per legal move
 on 3-4 men (20 ms for a typical root, 250 ms for KQ against a piece).
@@ -77,9 +77,18 @@ class Tablebases:
         self.wdl_tables: int = len(wdl)
         self.dtz_tables: int = len({t.key for t in self._tb.dtz.values()})
         self.max_pieces: int = max((len(k) - 1 for k in wdl), default=0)   # "KBNvK": 5 letters minus the v
+        self._compiled = None
+
+    def compiled(self):
+        """The WDL tables for the search's probes (``engine.tbload.CompiledTables``), parsed on first use."""
+        if self._compiled is None:
+            from engine.tbload import CompiledTables
+            self._compiled = CompiledTables(self.paths)
+        return self._compiled
 
     def close(self) -> None:
-        """Unmap the table files (the engine reopens a new ``Tablebases`` when SyzygyPath changes)."""
+        """Unmap python-chess's table files (the engine reopens a new ``Tablebases`` when SyzygyPath changes).
+        The search's mappings (``compiled``) go with this object, when no searcher refers to it any more."""
         self._tb.close()
 
     def describe(self) -> str:

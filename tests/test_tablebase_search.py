@@ -1,5 +1,6 @@
-"""The search with Syzygy tables at the root: the best outcome in every shared 3-4 man position, and won
-endings converted against itself within the 50-move rule (engine.searcher with engine.tablebase)."""
+"""The search with Syzygy tables: the best outcome in every shared 3-4 man position, won endings converted
+against itself within the 50-move rule, and the tables probed inside the search after a capture
+(engine.searcher with engine.tablebase and engine.tbprobe)."""
 import chess
 import chess.syzygy
 import pytest
@@ -46,7 +47,7 @@ def test_search_plays_a_move_of_the_best_outcome(searcher, oracle, fen):
     # The best outcome over all moves, the 50-move rule counted from a fresh clock as the tables do.
     want = max(_outcome_after(oracle, board, m) for m in board.legal_moves)
     assert _outcome_after(oracle, board, move) == want
-    assert infos[-1]["tbhits"] == board.legal_moves.count()
+    assert infos[-1]["tbhits"] >= board.legal_moves.count()      # the root's ranking, then the search's probes
     score = infos[-1]["score"]
     if want == 2:
         assert score >= TB_WIN - 200 or score_to_uci(score).startswith("mate ")
@@ -64,10 +65,42 @@ def test_won_ending_is_converted_against_itself(searcher, fen):
     assert board.is_checkmate() and board.turn == chess.BLACK
 
 
-def test_positions_outside_the_tables_search_as_before(searcher, nnue_net):
-    fen = "8/5p2/8/4k3/8/2KQ4/3P4/8 w - - 0 1"      # five men: the tables hold up to four
+# Five men, so the root is outside the 3-4 man tables, but Qxd1 leads into KQPvK, a won table position.
+CAPTURE_INTO_TABLES = "8/8/8/4k3/8/2KQ4/P7/3r4 w - - 0 1"
+
+
+def test_a_capture_into_the_tables_is_scored_by_them(searcher):
+    searcher.set_tablebases(Tablebases(str(require(TABLES))))
     searcher.clear()
-    best, _, _ = searcher.think(parse_fen(fen), [], Limits(depth=4))
-    assert searcher.tb_hits == 0
+    infos = []
+    best, _, _ = searcher.think(parse_fen(CAPTURE_INTO_TABLES), [], Limits(depth=6),
+                                on_info=lambda **k: infos.append(k))
+    assert move_to_uci(best, False) == "d3d1"
+    assert infos[-1]["tbhits"] > 0 and searcher.tb_hits == infos[-1]["tbhits"]
+    # A tablebase win one ply down: just below the mate scores, far above any evaluation.
+    assert infos[-1]["score"] >= TB_WIN - 10 or score_to_uci(infos[-1]["score"]).startswith("mate ")
+
+
+def test_probe_limit_and_depth_keep_the_tables_out(searcher, nnue_net):
+    tables = Tablebases(str(require(TABLES)))
     plain = Searcher(nnue_net, 8)
-    assert plain.think(parse_fen(fen), [], Limits(depth=4))[0] == best
+    want = plain.think(parse_fen(CAPTURE_INTO_TABLES), [], Limits(depth=5))
+    for limit, depth in ((0, 1), (3, 1), (4, 99)):
+        # SyzygyProbeLimit 0 turns probing off; 3 keeps the 4-man tables out; and 4 pieces probed only from
+        # depth 99 never are at depth 5 (the three-man positions the search reaches have no capture into them).
+        searcher.set_tablebases(tables, probe_limit=limit, probe_depth=depth)
+        searcher.clear()
+        best, _, lines = searcher.think(parse_fen(CAPTURE_INTO_TABLES), [], Limits(depth=5))
+        assert searcher.tb_hits == 0
+        assert (best, lines[0].score) == (want[0], want[2][0].score)
+    searcher.set_tablebases(tables)
+
+
+def test_threads_probe_the_tables_too(nnue_net):
+    s = Searcher(nnue_net, 8)
+    s.set_threads(2)
+    s.set_tablebases(Tablebases(str(require(TABLES))))
+    best, _, _ = s.think(parse_fen(CAPTURE_INTO_TABLES), [], Limits(nodes=20_000))
+    assert move_to_uci(best, False) == "d3d1"
+    assert s.pool.helpers[0].ctl["tb_pieces"][0] == 4 and s.pool.helpers[0].S.tb is s.S.tb
+    assert int(s.pool.helpers[0].ctl["tb_hits"][0]) > 0

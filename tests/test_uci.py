@@ -366,6 +366,29 @@ def test_syzygy_path_ranks_root_moves(uci):
     assert "no Syzygy tables" in uci.expect("info string")[-1]
 
 
+def test_syzygy_tables_are_probed_in_the_search(uci):
+    from tests.test_tablebase import TABLES
+    from tests.test_tablebase_search import CAPTURE_INTO_TABLES
+    uci.send(f"setoption name SyzygyPath value {TABLES}")
+    uci.expect("info string")
+
+    def search():
+        uci.send(f"position fen {CAPTURE_INTO_TABLES}")     # five men: only a capture reaches the tables
+        uci.send("go depth 5")
+        lines = uci.expect("bestmove")
+        info = [l.split() for l in lines if l.startswith("info depth")][-1]
+        return _bestmove(lines), int(info[info.index("tbhits") + 1]), info[info.index("score") + 1:][:2]
+
+    move, hits, score = search()
+    assert move == "d3d1" and hits > 0 and score[0] == "cp" and int(score[1]) > 5000
+    uci.send("setoption name SyzygyProbeLimit value 0")
+    move, hits, score = search()
+    assert hits == 0 and int(score[1]) < 5000
+    uci.send("setoption name SyzygyProbeLimit value 7")
+    uci.send("setoption name SyzygyPath value")
+    uci.expect("info string")
+
+
 @pytest.mark.parametrize("options,depth", [(("Skill Level", 0), 1), (("Skill Level", 3), 4), (("UCI_Elo", 1500), 6)])
 def test_weakened_search_plays_legal_moves_from_a_multipv_search(uci, options, depth):
     from engine.skill import MULTIPV

@@ -239,6 +239,8 @@ class UciEngine:
             tables = Tablebases(path)
         except TablebaseError as exc:
             raise UciError(f"{exc}; keeping SyzygyPath {self.options['syzygypath'].value}") from None
+        if tables.max_pieces:
+            tables.compiled()      # parse the WDL headers for the search's probes now, not at the next go
         old, self._tablebases = self._tablebases, tables if tables.max_pieces else None
         if old is not None:        # no search is probing it: setoption is refused during a search
             old.close()
@@ -538,7 +540,7 @@ class UciEngine:
         self._search_done = False
         self._idle.clear()
         self._searcher.set_tablebases(self._tablebases, self.options["syzygy50moverule"].value,
-                                      self.options["syzygyprobelimit"].value)
+                                      self.options["syzygyprobelimit"].value, self.options["syzygyprobedepth"].value)
         self._searcher.clear_stop()   # here, not in the worker: a stop that comes before it starts still counts
         self._jobs.put((board, list(self._game_keys), limits))
 
