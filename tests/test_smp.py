@@ -162,3 +162,16 @@ def test_table_under_racing_threads_never_returns_a_corrupt_entry():
     hits = sum(int(o[0]) for o in outs)
     assert hits > 1_000_000
     assert sum(int(o[1]) for o in outs) == 0
+
+
+def test_bench_command_takes_a_thread_count():
+    from click.testing import CliRunner
+    from uci.bench_command import bench_command
+
+    def nodes(threads):
+        res = CliRunner().invoke(bench_command, ["--depth", "5", "--threads", str(threads)])
+        assert res.exit_code == 0, res.output
+        return int(next(l for l in res.output.splitlines() if l.startswith("Nodes searched")).split(":")[1])
+    # The helpers' nodes count too: two threads search more nodes to the same depths than one.
+    assert nodes(2) > nodes(1)
+    assert CliRunner().invoke(bench_command, ["--threads", "0"]).exit_code != 0

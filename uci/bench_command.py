@@ -13,7 +13,9 @@ from uci.limits import BENCH_MAX_DEPTH
                    "else nn-37f18f62d772.nnue next to the big net, else in nets/).")
 @click.option("--kernel", type=click.Choice(["auto", "c", "numba"]), default=None,
               help="NNUE evaluation path (default: auto, or $QUANTFISH_KERNEL).")
-def bench_command(depth, hash_mb, net_path, small_path, kernel):
+@click.option("--threads", type=click.IntRange(1, 256), default=1,
+              help="Search threads (Lazy SMP); with more than one the node count varies from run to run.")
+def bench_command(depth, hash_mb, net_path, small_path, kernel, threads):
     """Search a fixed set of positions; prints nodes searched and nodes/second.
 
     A Stockfish 15.1 --net evaluates alone; a 17.1 big --net is paired with its small net."""
@@ -25,6 +27,7 @@ def bench_command(depth, hash_mb, net_path, small_path, kernel):
     except (OSError, ValueError) as exc:
         raise click.ClickException(str(exc)) from None
     searcher = Searcher(net, hash_mb, kernel)
+    searcher.set_threads(threads)
     click.echo(f"NNUE evaluation using {searcher.describe_nets()}", err=True)
     click.echo(searcher.kernel.info_string(), err=True)
     run_bench(searcher, depth, click.echo)
