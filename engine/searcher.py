@@ -10,13 +10,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from engine import monoclock
+from engine import monoclock, tbload
 from engine.movegen import MAX_MOVES, generate_legal
 from engine.position import ST_KEY
 from engine.search import INF, MATE, MATE_IN_MAX, search_root, tt_hashfull
 from engine.smp import Finished, vote
 from engine.state import HISTORY_KEYS, MAX_PLY, STACK, new_control, new_state
-from engine import tbload
 from engine.tables import tables
 from engine.timeman import Progress
 from engine.wdl import wdl, wdl_of_mate
@@ -52,6 +51,7 @@ class Line:
 
 
 TB_WIN = MATE_IN_MAX - 1    # a tablebase win's reported score, less the plies to zeroing (Stockfish's way)
+PROVEN_WIN = MATE_IN_MAX - MAX_PLY      # a search score at least this is a mate or a tablebase win
 
 
 def score_to_cp(v):
@@ -384,7 +384,7 @@ class Searcher:
         a fixed-depth search keeps the main thread's, as Stockfish does."""
         if self.finished is None:
             return result
-        chosen = vote([self.finished] + self.pool.finished(), MATE_IN_MAX)
+        chosen = vote([self.finished] + self.pool.finished(), PROVEN_WIN)
         if chosen is self.finished or chosen.pv[0] == result[0]:
             return result
         lines = [Line(chosen.score, chosen.pv)]
