@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import math
 import os
+import struct
 
 import chess.syzygy as sz
 import numpy as np
 
-from engine.tbprobe import (SL_BASE, SL_BLOCKSIZE, SL_DATA, SL_FACTOR, SL_IDXBITS, SL_INDEX, SL_MINLEN, SL_NORM,
-                            SL_OFFSET, SL_PIECES, SL_PRESENT, SL_SIZE, SL_SIZES, SL_SYMLEN, SL_SYMPAT, SQ_DIAG,
-                            SQ_FILE, SQ_FLAP, SQ_LOWER, SQ_PTWIST, SQ_TRIANGLE, TB_PIECES, TF_ADDR, TF_ENC,
-                            TF_NUM, TF_PAWNS, TF_PAWNS0, TF_PAWNS1, TF_SIZE, TF_SYMMETRIC, TbArrays)
+from engine.tbprobe import (SL_BASE, SL_BASES, SL_BLOCKS, SL_BLOCKSIZE, SL_DATA, SL_FACTOR, SL_IDXBITS, SL_INDEX,
+                            SL_INDEX_END, SL_MINLEN, SL_NORM, SL_OFFSET, SL_PIECES, SL_PRESENT, SL_SIZE, SL_SIZES,
+                            SL_SIZES_COUNT, SL_SYMLEN, SL_SYMPAT, SL_SYMS, SQ_DIAG, SQ_FILE, SQ_FLAP, SQ_LOWER,
+                            SQ_PTWIST, SQ_TRIANGLE, TB_PIECES, TF_ADDR, TF_ENC, TF_LEN, TF_NUM, TF_PAWNS, TF_PAWNS0,
+                            TF_PAWNS1, TF_SIZE, TF_SYMMETRIC, TbArrays)
 
 _LETTERS = "PNBRQ"
 
@@ -50,12 +52,40 @@ def empty_arrays() -> TbArrays:
                     np.zeros((10, 64), np.int64), np.zeros((5, 24), np.int64), np.zeros((65, 8), np.int64))
 
 
+def _region_sizes(table, f: int, side: int) -> tuple[int, int, int]:
+    """Bytes of a slot's index table, size table and data blocks, as python-chess sized them."""
+    at = (6 * f if table.has_pawns else 0) + 3 * side
+    return table.size[at], table.size[at + 1], table.size[at + 2]
+
+
+def _symbols(table, pairs) -> int:
+    """How many symbols a slot's pair tree has (the count stored just before the symbol patterns)."""
+    return struct.unpack_from("<H", table.data, pairs.sympat - 2)[0]
+
+
+def _within_file(table) -> bool:
+    """True when every region the header names lies inside the file (a truncated file is refused here, so
+    that the compiled probe never reads past its mapping)."""
+    length = len(table.data)
+    owners = [(f, table.files[f]) for f in range(4)] if table.has_pawns else [(0, table)]
+    for f, owner in owners:
+        for side, pairs in owner.precomp.items():
+            if not pairs.idxbits:
+                continue
+            index_bytes, sizes_bytes, data_bytes = _region_sizes(table, f, side)
+            if (pairs.indextable + index_bytes > length or pairs.sizetable + sizes_bytes > length
+                    or pairs.data + data_bytes > length or pairs.sympat + 3 * _symbols(table, pairs) > length):
+                return False
+    return True
+
+
 class CompiledTables:
     """Every WDL table of some directories, parsed and mapped, as ``arrays`` for the compiled probe."""
 
     def __init__(self, directories: list[str]) -> None:
         self._tables: list = []        # WdlTable objects: they own the mappings
         self._views: list = []         # numpy views of the mappings: their addresses are in ``arrays``
+        self.skipped: list[str] = []   # files that are not whole, valid WDL tables
         seen: set[str] = set()
         for directory in directories:
             for name in sorted(os.listdir(directory)):
@@ -67,8 +97,13 @@ class CompiledTables:
                     continue
                 try:
                     table.init_table_wdl()
-                except (OSError, ValueError, IndexError, KeyError):
-                    table.close()      # a damaged or foreign file: the tables without it still work
+                except (OSError, ValueError, IndexError, KeyError, struct.error):
+                    self.skipped.append(name)     # a damaged or foreign file: the others still work
+                    table.close()
+                    continue
+                if not _within_file(table):
+                    self.skipped.append(name)
+                    table.close()
                     continue
                 seen.add(table.key)
                 self._tables.append(table)
@@ -93,6 +128,7 @@ class CompiledTables:
             tables[t, TF_NUM] = table.num
             tables[t, TF_SYMMETRIC] = int(table.symmetric)
             tables[t, TF_ADDR] = view.ctypes.data
+            tables[t, TF_LEN] = view.shape[0]
             if table.has_pawns:
                 tables[t, TF_PAWNS] = 1
                 tables[t, TF_PAWNS0], tables[t, TF_PAWNS1] = table.pawns
@@ -109,8 +145,12 @@ class CompiledTables:
                 sl[SL_IDXBITS] = pairs.idxbits
                 sl[SL_MINLEN] = pairs.min_len
                 if pairs.idxbits:
+                    index_bytes, sizes_bytes, data_bytes = _region_sizes(table, f, side)
                     sl[SL_INDEX], sl[SL_SIZES], sl[SL_DATA] = pairs.indextable, pairs.sizetable, pairs.data
                     sl[SL_OFFSET], sl[SL_SYMPAT], sl[SL_BLOCKSIZE] = pairs.offset, pairs.sympat, pairs.blocksize
+                    sl[SL_INDEX_END] = pairs.indextable + index_bytes
+                    sl[SL_SIZES_COUNT], sl[SL_BLOCKS] = sizes_bytes // 2, data_bytes >> pairs.blocksize
+                    sl[SL_SYMS], sl[SL_BASES] = _symbols(table, pairs), len(pairs.base)
                     sl[SL_SYMLEN], sl[SL_BASE] = len(symlen), len(base)
                     symlen.extend(pairs.symlen)
                     base.extend(pairs.base)

@@ -36,7 +36,8 @@ TF_PAWNS1 = 3
 TF_ENC = 4                  # pawnless encoding: 0 three or more unique pieces, 2 two (the kings)
 TF_SYMMETRIC = 5            # 1: the same material for both colours (KRvKR)
 TF_ADDR = 6                 # address of the mapped file
-TF_SIZE = 7
+TF_LEN = 7                  # its length in bytes
+TF_SIZE = 8
 
 # Per (table, file * 2 + side) slot (``TbArrays.slots``): one compressed value block of the file.
 SL_PRESENT = 0
@@ -50,7 +51,12 @@ SL_IDXBITS = 7              # 0: every value is SL_MINLEN
 SL_MINLEN = 8
 SL_SYMLEN = 9               # start of its symbol lengths in TbArrays.symlen
 SL_BASE = 10                # start of its canonical-code bases in TbArrays.base
-SL_PIECES = 11              # TB_PIECES piece codes (colour * 8 + type) in the table's order
+SL_INDEX_END = 11           # bounds a damaged file cannot make the probe read past: end of the index table,
+SL_SIZES_COUNT = 12         # entries of the size table, data blocks, symbols and code bases
+SL_BLOCKS = 13
+SL_SYMS = 14
+SL_BASES = 15
+SL_PIECES = 16              # TB_PIECES piece codes (colour * 8 + type) in the table's order
 SL_NORM = SL_PIECES + TB_PIECES       # group sizes
 SL_FACTOR = SL_NORM + TB_PIECES       # group multipliers of the index
 SL_SIZE = SL_FACTOR + TB_PIECES
@@ -148,37 +154,54 @@ def _decompress(TB, t, s, idx):
     idxbits = sl[SL_IDXBITS]
     main = idx >> idxbits
     lit = (idx & ((1 << idxbits) - 1)) - (1 << (idxbits - 1))
-    entry = addr + sl[SL_INDEX] + 6 * main
+    entry = sl[SL_INDEX] + 6 * main
+    if main < 0 or entry + 6 > sl[SL_INDEX_END]:
+        return -1
+    entry += addr
     block = _u32(entry)
     lit += _u16(entry + 4)
     sizes = addr + sl[SL_SIZES]
+    n_sizes = sl[SL_SIZES_COUNT]
+    if block >= n_sizes:
+        return -1
     if lit < 0:
-        while lit < 0:
+        while lit < 0 and block > 0:
             block -= 1
             lit += _u16(sizes + 2 * block) + 1
     else:
-        while lit > _u16(sizes + 2 * block):
+        while block < n_sizes and lit > _u16(sizes + 2 * block):
             lit -= _u16(sizes + 2 * block) + 1
             block += 1
+    if lit < 0 or block >= sl[SL_BLOCKS]:
+        return -1                       # a damaged file: the walk left the table
     ptr = addr + sl[SL_DATA] + (block << sl[SL_BLOCKSIZE])
+    end = addr + TB.tables[t, TF_LEN]   # the code is read ahead, past its block's end at times
     min_len = sl[SL_MINLEN]
     base = sl[SL_BASE] - min_len
+    top = min_len + sl[SL_BASES]        # code lengths run from min_len below top
     symlen = sl[SL_SYMLEN]
+    syms = sl[SL_SYMS]
     offset = addr + sl[SL_OFFSET]
     code = _u64be(ptr)
     ptr += 8
     bits = 0                            # bits of ``code`` consumed since it was last refilled
     while True:
         length = min_len
-        while code < TB.base[base + length]:
+        while length < top and code < TB.base[base + length]:
             length += 1
+        if length >= top:
+            return -1
         sym = _u16(offset + 2 * length) + np.int64((code - TB.base[base + length]) >> np.uint64(64 - length))
+        if sym < 0 or sym >= syms:
+            return -1
         if lit < TB.symlen[symlen + sym] + 1:
             break
         lit -= TB.symlen[symlen + sym] + 1
         code = code << np.uint64(length)
         bits += length
         if bits >= 32:
+            if ptr + 4 > end:
+                return -1
             bits -= 32
             code |= np.uint64(_u32be(ptr)) << np.uint64(bits)
             ptr += 4
@@ -186,11 +209,15 @@ def _decompress(TB, t, s, idx):
     while TB.symlen[symlen + sym] != 0:
         w = sympat + 3 * sym
         left = ((_byte(w + 1) & 0xF) << 8) | _byte(w)
+        if left >= syms:
+            return -1
         if lit < TB.symlen[symlen + left] + 1:
             sym = left
         else:
             lit -= TB.symlen[symlen + left] + 1
             sym = (_byte(w + 2) << 4) | (_byte(w + 1) >> 4)
+        if sym >= syms:
+            return -1
     return _byte(sympat + 3 * sym)
 
 
@@ -349,7 +376,8 @@ def probe_table(TB, bb, side, pos):
             return TB_FAIL
         idx = _encode_piece(TB, tf[TF_ENC], n, pos, sl[SL_NORM:SL_NORM + TB_PIECES],
                             sl[SL_FACTOR:SL_FACTOR + TB_PIECES])
-        return _decompress(TB, t, bside, idx) - 2
+        v = _decompress(TB, t, bside, idx)
+        return TB_FAIL if v < 0 else v - 2
     # The leading pawns decide the file, which decides the slot and the other pieces' order.
     pawns0 = tf[TF_PAWNS0]
     lead = TB.slots[t, 0, SL_PIECES] ^ cmirror
@@ -371,7 +399,8 @@ def probe_table(TB, bb, side, pos):
         return TB_FAIL
     idx = _encode_pawn(TB, n, pawns0, tf[TF_PAWNS1], pos, sl[SL_NORM:SL_NORM + TB_PIECES],
                        sl[SL_FACTOR:SL_FACTOR + TB_PIECES])
-    return _decompress(TB, t, s, idx) - 2
+    v = _decompress(TB, t, s, idx)
+    return TB_FAIL if v < 0 else v - 2
 
 
 @njit(cache=True, nogil=True, _nrt=False)

@@ -140,3 +140,29 @@ def test_damaged_or_foreign_files_are_skipped(tmp_path):
     probe = _Prober(tables_.arrays)
     assert probe("8/8/8/8/8/2k5/1R6/K7 w - - 0 1") == 2
     assert probe("8/8/8/8/8/2k5/8/KQ6 w - - 0 1") == TB_FAIL
+
+
+def test_truncated_and_scrambled_files_never_crash_the_probe(tmp_path):
+    real = (require(TABLES) / "KRPvK.rtbw").read_bytes()
+    # Truncated by 64 bytes: the size still looks like a table's, but its blocks run past the end.
+    (tmp_path / "KRPvK.rtbw").write_bytes(real[:-64])
+    cut = CompiledTables([str(tmp_path)])
+    assert len(cut) == 0 and cut.skipped == ["KRPvK.rtbw"]
+    # Whole, but every byte after the header scrambled: each probe gives a value in range or fails.
+    rng = random.Random(7)
+    scrambled = bytearray(real)
+    for i in range(600, len(scrambled)):
+        scrambled[i] = rng.randrange(256)
+    (tmp_path / "KRPvK.rtbw").write_bytes(bytes(scrambled))
+    tables_ = CompiledTables([str(tmp_path)])
+    probe = _Prober(tables_.arrays)
+    seen = set()
+    for _ in range(3000):
+        board = chess.Board(None)
+        wk, bk, rook, pawn = rng.sample(range(8, 56), 4)
+        for sq, piece in ((wk, "K"), (bk, "k"), (rook, "R"), (pawn, "P")):
+            board.set_piece_at(sq, chess.Piece.from_symbol(piece))
+        board.turn = rng.random() < 0.5
+        if board.is_valid():
+            seen.add(probe(board.fen()))
+    assert seen <= {-2, -1, 0, 1, 2, TB_FAIL} and seen
