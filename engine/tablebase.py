@@ -9,6 +9,7 @@ on 3-4 men (20 ms for a typical root, 250 ms for KQ against a piece).
 from __future__ import annotations
 
 import os
+import struct
 from typing import NamedTuple
 
 import chess
@@ -18,6 +19,10 @@ import chess.syzygy
 # win 4T - d, cursed win 2T - d, draw 0, blessed loss -2T + d, loss -4T + d (d: plies to zeroing, 0 for mate).
 _TIER = 10_000
 _TIER_OF = {2: 4 * _TIER, 1: 2 * _TIER, 0: 0, -1: -2 * _TIER, -2: -4 * _TIER}
+
+
+# What python-chess raises for a missing table (KeyError) or a damaged one (the others): the tables do not decide.
+_NOT_DECIDED = (KeyError, OSError, IndexError, struct.error)
 
 
 class TablebaseError(ValueError):
@@ -95,8 +100,12 @@ class Tablebases:
         """One line for an ``info string``, so that the user sees what was found where."""
         if not self.paths:
             return "no Syzygy tables (SyzygyPath is empty)"
-        return (f"found {self.wdl_tables} WDL and {self.dtz_tables} DTZ tables, up to {self.max_pieces} pieces,"
+        text = (f"found {self.wdl_tables} WDL and {self.dtz_tables} DTZ tables, up to {self.max_pieces} pieces,"
                 f" in {os.pathsep.join(self.paths)}")
+        skipped = self._compiled.skipped if self._compiled is not None else []
+        if skipped:
+            text += f"; not probed, damaged or not tables: {', '.join(skipped)}"
+        return text
 
     def rank_root(self, fen: str, chess960: bool = False, rule50: bool = True,
                   probe_limit: int = 7) -> RootProbe | None:
@@ -115,11 +124,11 @@ class Tablebases:
         if self.dtz_tables:
             try:
                 return self._rank_dtz(board, rule50)
-            except KeyError:        # MissingTableError (a subclass) among others: try WDL alone
+            except _NOT_DECIDED:    # MissingTableError (a KeyError), or a damaged file: try WDL alone
                 pass
         try:
             return self._rank_wdl(board, rule50)
-        except KeyError:
+        except _NOT_DECIDED:
             return None
 
     def _rank_dtz(self, board: chess.Board, rule50: bool) -> RootProbe:

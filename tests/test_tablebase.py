@@ -201,6 +201,19 @@ def test_missing_dtz_table_falls_back_to_wdl(tmp_path, wdl_only_dir):
         t.close()
 
 
+def test_a_damaged_table_is_named_and_decides_nothing(tmp_path):
+    shutil.copy(TABLES / "KRvK.rtbw", tmp_path)
+    (tmp_path / "KQvK.rtbw").write_bytes((TABLES / "KQvK.rtbw").read_bytes()[:-64])     # truncated
+    t = Tablebases(str(tmp_path))
+    try:
+        t.compiled()
+        assert "KQvK.rtbw" in t.describe() and "damaged" in t.describe()
+        assert t.rank_root(KQK) is None                                      # no error: not decided
+        assert t.rank_root(KRK) is not None
+    finally:
+        t.close()
+
+
 def test_missing_tables_give_none(tbs, tmp_path):
     assert tbs.rank_root(KQK) is not None and tbs.rank_root(KQKR) is not None
     shutil.copy(TABLES / "KQvKR.rtbw", tmp_path)
