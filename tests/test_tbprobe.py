@@ -18,7 +18,7 @@ from engine.tables import tables
 from engine.tbload import CompiledTables, empty_arrays
 from engine.tbprobe import TB_FAIL, new_scratch, probe_wdl
 from tests.shared import require
-from tests.test_tablebase import ENDGAME, EPDS, TABLES
+from tests.test_tablebase import TABLES, _epd_positions
 
 
 @pytest.fixture(scope="module")
@@ -48,23 +48,13 @@ class _Prober:
         return int(probe_wdl(self.T, self.arrays, self.bbs, self.boards, self.sts, self.moves, 0, self.scratch))
 
 
-def _shared_fens():
-    for name in EPDS:
-        with open(ENDGAME / name) as fh:
-            for line in fh:
-                if line.strip() and not line.startswith("#"):
-                    board, _ = chess.Board.from_epd(line)
-                    if chess.popcount(board.occupied) <= 4 and not board.castling_rights:
-                        yield board.fen()
-
-
 def test_loads_every_table(compiled):
     assert len(compiled) == 35 and compiled.max_pieces == 4     # 35 WDL files of 3 and 4 men are shared
 
 
 def test_shared_positions_equal_python_chess(compiled, oracle):
     probe = _Prober(compiled.arrays)
-    fens = list(_shared_fens())
+    fens = [param.values[0] for param in _epd_positions()]
     assert len(fens) > 200
     wrong = [(fen, oracle.probe_wdl(chess.Board(fen)), probe(fen)) for fen in fens
              if probe(fen) != oracle.probe_wdl(chess.Board(fen))]
