@@ -20,7 +20,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from engine.bitops import U0, lsb, pop_lsb
+from engine.bitops import U0, lsb, pop_lsb, popcount
 from engine.intrinsics import peek_u8
 from engine.movegen import generate_legal
 from engine.position import MOVE_CASTLE, MOVE_EP, ST_EP, ST_SIDE, make_move
@@ -109,12 +109,7 @@ def material_code(bb):
     code = 0
     for colour in range(2):
         for t in range(1, 6):
-            b = bb[colour * 8 + t]
-            n = 0
-            while b != U0:
-                n += 1
-                b = pop_lsb(b)
-            code |= n << (3 * (colour * 5 + t - 1))
+            code |= popcount(bb[colour * 8 + t]) << (3 * (colour * 5 + t - 1))
     return code
 
 
