@@ -1,9 +1,9 @@
 """Alpha-beta search, compiled: PVS with a transposition table, quiescence, pruning and reductions.
 
 Everything the search touches is a field of ``S``, an ``engine.state.SearchState`` built by
-``engine.searcher``, and its counters and flags are the ``Control`` record ``S.ctl[0]``. The Python driver runs one iteration of iterative
-deepening at a time (``search_root``) and keeps the clock; the compiled code only polls the
-stop flag in ``ctl``.
+``engine.searcher``, and its counters and flags are the ``Control`` record ``S.ctl[0]``. The Python driver
+runs one iteration of iterative deepening at a time (``search_root``) and keeps the clock; the compiled
+code only polls the stop flag in ``ctl``.
 
 Speed: the search reaches ``S`` through one pointer (``state_ref``: a call passes one word, not the tuple's
 few hundred), holding ``borrowed`` (owner-less) views of its arrays, and the functions that take ``S`` are

@@ -1,10 +1,11 @@
 """Syzygy endgame tablebases at the root: rank the root moves with python-chess's ``chess.syzygy``.
 
-The engine asks the tables once, at the root, and searches only the moves that keep the best outcome; inside
-the search the compiled probe (``engine.tbprobe``, through ``compiled``) reads the WDL tables. With DTZ tables a won position keeps just the moves with the shortest
-distance to zeroing: following them converts within the 50-move rule whatever the search then prefers.
-Pure Python, nothing compiled: python-chess decompresses the tables itself, about 1-10 ms per legal move
-on 3-4 men (20 ms for a typical root, 250 ms for KQ against a piece).
+The engine asks the tables once, at the root, and searches only the moves that keep the best outcome. With
+DTZ tables a won position keeps just the moves with the shortest distance to zeroing: following them
+converts within the 50-move rule whatever the search then prefers. This root ranking is Python
+(python-chess decompresses the tables itself, about 1-10 ms per legal move on 3-4 men: 20 ms for a typical
+root, 250 ms for KQ against a piece); inside the search the compiled probe (``engine.tbprobe``, reached
+through ``Tablebases.compiled``) reads the WDL tables instead.
 """
 from __future__ import annotations
 

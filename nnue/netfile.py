@@ -107,13 +107,13 @@ class Net:
     def arrays(self) -> NetArrays:
         """The parameters as C-contiguous arrays for compiled code (built once).
 
-        ``w0t`` is fc_0's weights transposed to [stack][input][output] so that the sparse fc_0 reads
-        16 contiguous weights per non-zero input. ``params`` is int32[3]: the generation, the FT
-        shift and whether a scheme record applies (see ``P_GENERATION``, ``P_FT_SHIFT``, ``P_SCHEME``);
-        ``qscheme`` is the record packed by ``nnue.requant.pack_scheme`` (a zero placeholder without one). The FT tensors stay in file units (not doubled): the
-        accumulators sum file values with int16 wrapping, and the 17.1 transform doubles them with int16
-        wrapping, which gives exactly Stockfish 17.1's doubled accumulator (doubling commutes with
-        addition modulo 2^16).
+        ``w0t`` is fc_0's weights transposed to [stack][input][output] so that the sparse fc_0 reads 16
+        contiguous weights per non-zero input. ``params`` is int32[3]: the generation, the FT shift and
+        whether a scheme record applies (see ``P_GENERATION``, ``P_FT_SHIFT``, ``P_SCHEME``); ``qscheme`` is
+        the record packed by ``nnue.requant.pack_scheme`` (a zero placeholder without one). The FT tensors
+        stay in file units (not doubled): the accumulators sum file values with int16 wrapping, and the 17.1
+        transform doubles them with int16 wrapping, which gives exactly Stockfish 17.1's doubled accumulator
+        (doubling commutes with addition modulo 2^16).
         """
         if self._tuple is None:
             params = np.zeros(3, np.int32)

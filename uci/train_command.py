@@ -9,9 +9,9 @@ imports torch at module level, so ``quantfish`` itself starts without it.
     quantfish train --source MODULE:FUNCTION --out DIR ...     (a Python-level data source)
     quantfish export CKPT -o NET.nnue
 
-Data files (32-byte records of ``quantfish gendata``) are read by ``nnue.train.features.training_arrays``; ``--source`` names a callable (no
-arguments) returning a data source (an object with ``batches(batch_size, shuffle, seed)``) or training arrays.
-Checkpoints go to DIR/epoch-NNNN.pt and DIR/last.pt.
+Data files (32-byte records of ``quantfish gendata``) are read by ``nnue.train.features.training_arrays``;
+``--source`` names a callable (no arguments) returning a data source (an object with ``batches(batch_size,
+shuffle, seed)``) or training arrays. Checkpoints go to DIR/epoch-NNNN.pt and DIR/last.pt.
 """
 
 from __future__ import annotations

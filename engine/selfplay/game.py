@@ -7,12 +7,12 @@ times a whole search at the budgets data generation affords. Here iterative deep
 end-of-game rules and the record packing run in one ``nogil`` call per game, reusing
 ``engine.search.search_root`` and the ``SearchState`` of a ``Searcher``.
 
-Teacher: the score of the last completed iteration of the move's own search (side to move's view,
-converted to centipawns as UCI's ``cp``). Its leaves are quiescence searches ending in Stockfish 15.1's
-net through our exact inference (the default net; optimism 0), so it is that net's evaluation after
-resolving captures, plus the search's look-ahead (one ply at the default depth 1). Chosen over a separate quiescence search of the
-position because it is at least as well informed (the root's quiescence is part of any depth >= 1 search)
-and costs nothing: the search runs anyway to choose the move.
+Teacher: the score of the last completed iteration of the move's own search (side to move's view, converted to
+centipawns as UCI's ``cp``). Its leaves are quiescence searches ending in Stockfish 15.1's net through our
+exact inference (the default net; optimism 0), so it is that net's evaluation after resolving captures, plus
+the search's look-ahead (one ply at the default depth 1). Chosen over a separate quiescence search of the
+position because it is at least as well informed (the root's quiescence is part of any depth >= 1 search) and
+costs nothing: the search runs anyway to choose the move.
 
 Random plies: ``random_plies`` uniformly random moves from the first or the second ply of the game, by the
 game's random stream, so that each side is as often the first to search after them. The first searcher

@@ -498,7 +498,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
               f"loss {counts[0]:,}\n")
     out.write(f"# fit: {len(fit.buckets)} ply buckets of {args.bucket}; cubics "
               f"{'refined jointly' if fit.refined else 'through the bucket estimates'}; {seconds:.1f} s\n")
-    out.write(f"# mean log-likelihood per position: per-bucket (a, b) {fit.loglik_buckets / max(sum(b.n for b in fit.buckets), 1):.5f}, "
+    per_bucket = fit.loglik_buckets / max(sum(b.n for b in fit.buckets), 1)
+    out.write(f"# mean log-likelihood per position: per-bucket (a, b) {per_bucket:.5f}, "
               f"cubics through them {fit.loglik_cubic / n:.5f}, final {fit.loglik / n:.5f}\n")
     out.write(f"# command: python -m engine.tools.fit_wdl {' '.join(argv if argv is not None else sys.argv[1:])}\n")
     out.write(format_coefficients(fit.A, fit.B) + "\n\n")
