@@ -259,19 +259,29 @@ def quantise(fnet: FloatNet, scheme: Scheme) -> QuantNet:
         w0[s, :, :l1] = _round(fnet.w0[s] * (a0[:, None] / s_x), 1.0, WEIGHT_DTYPE, f"stack {s} fc_0 weights",
                                wlo, whi)
         b0[s] = _round(fnet.b0[s] * a0, 1.0, BIAS_DTYPE, f"stack {s} fc_0 biases")
-        _check_sum(f"stack {s} fc_0", b0[s], w0[s], scheme.x.hi[0])
         in1 = np.concatenate([st.ac_sqr_0.scale, st.ac_0.scale])
         a1 = np.asarray(st.fc_1.acc_scale)
         w1[s, :, :len(in1)] = _round(fnet.w1[s] * (a1[:, None] / in1[None, :]), 1.0, WEIGHT_DTYPE,
                                      f"stack {s} fc_1 weights", wlo, whi)
         b1[s] = _round(fnet.b1[s] * a1, 1.0, BIAS_DTYPE, f"stack {s} fc_1 biases")
-        in1_hi = np.concatenate([np.broadcast_to(st.ac_sqr_0.hi, (N_HIDDEN,)), np.broadcast_to(st.ac_0.hi, (N_HIDDEN,)),
-                                 np.zeros(FC1_IN_PADDED - 2 * N_HIDDEN, np.int64)])
-        _check_sum(f"stack {s} fc_1", b1[s], w1[s], in1_hi)
         a2 = st.fc_2.acc_scale[0]
         w2[s, :FC1_OUT] = _round(fnet.w2[s] * (a2 / np.asarray(st.ac_1.scale)), 1.0, WEIGHT_DTYPE,
                                  f"stack {s} fc_2 weights", wlo, whi)
         b2[s] = _round(fnet.b2[s] * a2, 1.0, BIAS_DTYPE, f"stack {s} fc_2 bias")
+    qnet = QuantNet(scheme, ft_bias, ft_weights, ft_psqt, b0, w0, b1, w1, b2, w2, fnet.description)
+    check_sums(qnet)
+    return qnet
+
+
+def check_sums(qnet: QuantNet) -> None:
+    """``QuantError`` naming the layer if an affine layer's sum could leave int32 for some inputs within the
+    record's clamps. The C kernel sums in int32 as Stockfish does, so a file read from disk is checked too
+    (``nnue.quant.qformat``): within this bound every path equals the simulator's int64 sums."""
+    sch = qnet.scheme
+    for s, st in enumerate(sch.stacks):
+        _check_sum(f"stack {s} fc_0", qnet.b0[s], qnet.w0[s], sch.x.hi[0])
+        in1_hi = np.concatenate([np.broadcast_to(st.ac_sqr_0.hi, (N_HIDDEN,)), np.broadcast_to(st.ac_0.hi, (N_HIDDEN,)),
+                                 np.zeros(FC1_IN_PADDED - 2 * N_HIDDEN, np.int64)])
+        _check_sum(f"stack {s} fc_1", qnet.b1[s], qnet.w1[s], in1_hi)
         c1_hi = np.concatenate([np.broadcast_to(st.ac_1.hi, (FC1_OUT,)), np.zeros(FC2_IN_PADDED - FC1_OUT, np.int64)])
-        _check_sum(f"stack {s} fc_2", b2[s:s + 1], w2[s:s + 1], c1_hi)
-    return QuantNet(scheme, ft_bias, ft_weights, ft_psqt, b0, w0, b1, w1, b2, w2, fnet.description)
+        _check_sum(f"stack {s} fc_2", qnet.b2[s:s + 1], qnet.w2[s:s + 1], c1_hi)

@@ -18,7 +18,8 @@ so the same readers' logic applies, and appends what is missing:
     u32  CRC-32 of those n bytes
     EOF
 
-Reading checks every hash, the section magic, the CRC and the end of file.
+Reading checks every hash, the section magic, the CRC and the end of file, and that no affine layer's sum can
+leave int32 within the record's clamps (``nnue.quant.build.check_sums``).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ import numpy as np
 
 from nnue.architecture import Architecture, architecture_from_header_hash
 from nnue.netfile import QF_VERSION, Net, NetFileError, net_bytes
-from nnue.quant.build import QuantNet
+from nnue.quant.build import QuantError, QuantNet, check_sums
 from nnue.quant.scheme import Scheme
 
 SECTION_MAGIC = b"QFSCHEME"
@@ -120,4 +121,9 @@ def parse_qnet(data: bytes, path: str) -> QuantNet:
         raise NetFileError(f"{path}: unreadable scheme record: {exc}") from None
     if len(scheme.stacks) != arch.layer_stacks:
         raise NetFileError(f"{path}: scheme record has {len(scheme.stacks)} stacks, the net {arch.layer_stacks}")
-    return QuantNet(scheme, description=bytes(description), **tensors)
+    qnet = QuantNet(scheme, description=bytes(description), **tensors)
+    try:
+        check_sums(qnet)
+    except QuantError as exc:
+        raise NetFileError(f"{path}: {exc}") from None
+    return qnet
