@@ -256,7 +256,7 @@ def test_quantfish_format_round_trip_and_refusals(fnet, stats, tmp_path):
 
 
 def test_a_file_whose_sums_could_leave_int32_is_refused_naming_the_layer(fnet, stats, tmp_path):
-    # the engine's paths sum in int32: a file (hand-made, or from another tool) that does not fit is refused
+    # the C kernel sums in int32: a file (hand-made, or from another tool) whose sums may not fit is refused
     q = schemes.make("range", fnet, stats)
     q.b1[3, 5] = 2**31 - 1                                 # any positive input on top of it leaves int32
     path = tmp_path / "wide.qfnn"
