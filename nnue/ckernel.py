@@ -76,7 +76,7 @@ from nnue.architecture import (
 from nnue.features import active_features, king_bucket_offset, orient, piece_plane
 from nnue.inference import WORK_SIZE
 from nnue.intmath import tdiv
-from nnue.netfile import NET_ARRAYS_SPEC, P_FT_SHIFT
+from nnue.netfile import CACHE_LINE, NET_ARRAYS_SPEC, P_FT_SHIFT
 from nnue.rawview import ArraySpec, check_arrays, word64
 from nnue.requant import psqt_scheme
 
@@ -91,7 +91,7 @@ VARIANT_NEEDS = {"avx512vnni": CPU_AVX2 | CPU_AVX512 | CPU_AVX512VNNI, "avx512":
                  "avx2": CPU_AVX2, "scalar": 0}
 SIMD_VARIANTS = ("avx512vnni", "avx512", "avx2")
 
-ALIGN = 64
+ALIGN = CACHE_LINE     # the kernel's SIMD rows; nets are read into arrays so aligned (nnue.netfile)
 
 _P = ctypes.c_void_p
 _I = ctypes.c_int64

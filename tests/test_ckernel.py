@@ -201,6 +201,19 @@ def test_make_cnet_refuses_other_layer_shapes(nnue_arrays):
         ckernel.make_cnet(nnue_arrays, ft_shift=architecture.MAX_FT_SHIFT + 1)
 
 
+@pytest.mark.parametrize("which", ["15.1 raw", "17.1 LEB128"])
+def test_a_loaded_nets_arrays_start_on_a_cache_line_so_the_kernel_shares_its_ft_weights(which, nnue_net, nnue17_pair):
+    """The file reader places every array on a cache line; the kernel layout then shares the feature
+    transformer's weights (46 MB in 15.1's net) instead of copying them to align them."""
+    net = nnue_net if which == "15.1 raw" else nnue17_pair.big
+    arrays = net.arrays()
+    for name in ("ft_bias", "ft_weights", "ft_psqt", "b0", "w0", "b1", "w1", "b2", "w2"):
+        assert getattr(arrays, name).ctypes.data % ckernel.ALIGN == 0, name
+    cnet = ckernel.make_cnet(net)
+    assert np.shares_memory(cnet.ft_weights, arrays.ft_weights)
+    assert np.array_equal(cnet.ft_weights, arrays.ft_weights)
+
+
 # ------------------------------------------------------------------------------------------------------
 # Piece by piece against the Numba functions, random inputs and the extremes of each range
 # ------------------------------------------------------------------------------------------------------
