@@ -11,28 +11,12 @@ import chess.syzygy
 import pytest
 
 from engine.tablebase import TablebaseError, Tablebases
-from tests.shared import SHARED, require
+from tests.shared import ENDGAME, KBNK, KRK, SYZYGY34 as TABLES, endgame_positions, require
 
-ENDGAME = SHARED / "data" / "endgame"
-TABLES = ENDGAME / "syzygy34"
-
-EPDS = ("python-chess_endgame_wdl_dtz.epd", "python-chess_endgame-dm-4.epd")
-KBNK = "8/8/8/2K5/4B3/8/7N/4k3 w - - 0 1"       # DTZ 38
-KRK = "8/8/8/8/8/2k5/1R6/K7 w - - 0 1"           # DTZ 31; Rb3+ and Rc2+ hang the rook
 KRKR_DRAW = "8/8/8/8/7R/8/7K/4rk2 w - - 0 1"     # drawn, yet several rook moves lose the rook
 KBK_DRAW = "8/8/8/8/8/2k5/8/KB6 w - - 0 1"
 KQK = "8/8/8/8/8/2k5/8/KQ6 w - - 0 1"
 KQKR = "7k/8/8/8/2r5/8/2Q5/K7 w - - 0 1"           # Qxc4 leads to KQvK
-
-
-def _epd_positions():
-    for name in EPDS:
-        with open(ENDGAME / name) as fh:
-            for line in fh:
-                if line.strip() and not line.startswith("#"):
-                    board, _ = chess.Board.from_epd(line)
-                    if chess.popcount(board.occupied) <= 4 and not board.castling_rights:
-                        yield pytest.param(board.fen(), id=f"{name}:{board.fen()}")
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +61,7 @@ def _plies(oracle, board, move):
     return abs(oracle.probe_dtz(child)) + 1
 
 
-@pytest.mark.parametrize("fen", list(_epd_positions()))
+@pytest.mark.parametrize("fen", list(endgame_positions()))
 def test_ranking_matches_python_chess(tbs, oracle, fen):
     board = chess.Board(fen)
     probe = tbs.rank_root(fen)
@@ -171,7 +155,7 @@ def test_wdl_tables_only(oracle, wdl_only_dir):
     try:
         assert only.dtz_tables == 0 and only.wdl_tables == len(list(TABLES.glob("*.rtbw")))
         mate_or_win = "k7/8/1K6/8/8/8/P7/7R w - - 0 1"         # a mate is best, but every win holds the WDL
-        for fen in [mate_or_win] + [param.values[0] for param in list(_epd_positions())[::4]]:
+        for fen in [mate_or_win] + [param.values[0] for param in list(endgame_positions())[::4]]:
             board = chess.Board(fen)
             probe = only.rank_root(board.fen())
             if not any(board.legal_moves):

@@ -9,8 +9,7 @@ from engine.fen import parse_fen
 from engine.notation import move_to_uci
 from engine.searcher import TB_WIN, Limits, Searcher, score_to_uci
 from engine.tablebase import Tablebases
-from tests.shared import require
-from tests.test_tablebase import KBNK, KRK, TABLES, _epd_positions
+from tests.shared import KBNK, KRK, SYZYGY34 as TABLES, endgame_positions, require
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +36,7 @@ def _outcome_after(oracle, board, move):
     return -oracle.probe_wdl(board)
 
 
-@pytest.mark.parametrize("fen", list(_epd_positions()))
+@pytest.mark.parametrize("fen", list(endgame_positions()))
 def test_search_plays_a_move_of_the_best_outcome(searcher, oracle, fen):
     board = chess.Board(fen)
     infos = []

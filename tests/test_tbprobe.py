@@ -17,8 +17,7 @@ from engine.position import ST_SIZE
 from engine.tables import tables
 from engine.tbload import CompiledTables, empty_arrays
 from engine.tbprobe import TB_FAIL, new_scratch, probe_wdl
-from tests.shared import require
-from tests.test_tablebase import TABLES, _epd_positions
+from tests.shared import SYZYGY34 as TABLES, endgame_positions, require
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +53,7 @@ def test_loads_every_table(compiled):
 
 def test_shared_positions_equal_python_chess(compiled, oracle):
     probe = _Prober(compiled.arrays)
-    fens = [param.values[0] for param in _epd_positions()]
+    fens = [param.values[0] for param in endgame_positions()]
     assert len(fens) > 200
     wrong = [(fen, oracle.probe_wdl(chess.Board(fen)), probe(fen)) for fen in fens
              if probe(fen) != oracle.probe_wdl(chess.Board(fen))]
