@@ -311,10 +311,7 @@ def load_kernel(mode: Optional[str] = None, variant: Optional[str] = None, path=
 def aligned_zeros(shape, dtype, align: int = ALIGN) -> np.ndarray:
     """C-contiguous zeroed array whose data starts on an ``align``-byte boundary; a large one (the FT weights,
     the transposition table) on huge pages where the system gives them (``nnue.largepages``)."""
-    dtype = np.dtype(dtype)
-    shape = (shape,) if np.isscalar(shape) else tuple(shape)
-    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-    return largepages.zeros(nbytes, align).view(dtype).reshape(shape)
+    return largepages.aligned_zeros(shape, dtype, align)
 
 
 def aligned_copy(a: np.ndarray, align: int = ALIGN) -> np.ndarray:

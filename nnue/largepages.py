@@ -38,6 +38,15 @@ def zeros(nbytes: int, align: int) -> np.ndarray:
     return buf[off:off + nbytes]
 
 
+def aligned_zeros(shape, dtype, align: int) -> np.ndarray:
+    """C-contiguous zeroed array of ``shape`` and ``dtype`` whose data starts on an ``align``-byte boundary
+    (``zeros`` viewed as that array)."""
+    dtype = np.dtype(dtype)
+    shape = (shape,) if np.isscalar(shape) else tuple(shape)
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    return zeros(nbytes, align).view(dtype).reshape(shape)
+
+
 def _heap_zeros(nbytes: int, align: int) -> np.ndarray:
     buf = np.zeros(nbytes + align, np.uint8)
     off = (-buf.ctypes.data) % align

@@ -139,13 +139,6 @@ class Net:
 CACHE_LINE = 64
 
 
-def aligned_array(shape, dtype) -> np.ndarray:
-    """A zeroed C-contiguous array of ``shape`` in native byte order, starting on a ``CACHE_LINE`` boundary."""
-    dtype = np.dtype(dtype).newbyteorder("=")
-    shape = tuple(shape)
-    return largepages.zeros(int(np.prod(shape)) * dtype.itemsize, CACHE_LINE).view(dtype).reshape(shape)
-
-
 class _Reader:
     """Cursor over the file bytes that turns short reads into 'truncated' errors."""
 
@@ -170,7 +163,7 @@ class _Reader:
         dt = np.dtype(dtype).newbyteorder("<")
         count = int(np.prod(shape))
         raw = self.take(count * dt.itemsize, what)
-        out = aligned_array(shape, dtype)
+        out = largepages.aligned_zeros(shape, dtype, CACHE_LINE)
         out.reshape(-1)[...] = np.frombuffer(raw, dtype=dt)
         return out
 
@@ -202,7 +195,7 @@ class _Reader:
         if used != nbytes:
             raise NetFileError(f"{self.path}: LEB128 byte count of {what} too large: the block says {nbytes} "
                                f"bytes, but its {count} values end after {used} ({nbytes - used} unused)")
-        aligned = aligned_array(shape, dtype)
+        aligned = largepages.aligned_zeros(shape, dtype, CACHE_LINE)
         aligned.reshape(-1)[...] = out
         return aligned
 
@@ -308,7 +301,7 @@ def _parse(data: bytes, path: str) -> Net:
     ns = arch.layer_stacks
     stack_tensors = arch.stack_tensors
     for t in stack_tensors:
-        tensors[t.field] = aligned_array((ns,) + t.shape, t.dtype)
+        tensors[t.field] = largepages.aligned_zeros((ns,) + t.shape, t.dtype, CACHE_LINE)
     for s in range(ns):
         r.check_hash(arch.network_hash, f"layer stack {s} hash")
         for t in stack_tensors:
