@@ -102,3 +102,20 @@ def peek_u8(typingctx, address):
         ptr = builder.inttoptr(args[0], ir.IntType(8).as_pointer())
         return builder.load(ptr)
     return types.uint8(address), codegen
+
+
+@intrinsic
+def prefetch(typingctx, address):
+    """Starts bringing the cache line at ``address`` (an int64 holding a pointer) into the cache for a read
+    that follows later, so that its memory latency overlaps other work (LLVM's ``llvm.prefetch``)."""
+    if not isinstance(address, types.Integer):
+        return None
+
+    def codegen(context, builder, signature, args):
+        i32 = ir.IntType(32)
+        ptr = builder.inttoptr(args[0], ir.IntType(8).as_pointer())
+        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.VoidType(), [ptr.type, i32, i32, i32]),
+                                            "llvm.prefetch.p0")
+        builder.call(fn, [ptr, i32(0), i32(3), i32(1)])      # read, keep in all cache levels, data
+        return context.get_dummy_value()
+    return types.none(address), codegen

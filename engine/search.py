@@ -19,7 +19,7 @@ from numba import njit
 
 from engine.attacks import attackers_by, bishop_attacks, rook_attacks
 from engine.bitops import U0, bit, lsb, pop_lsb, popcount
-from engine.intrinsics import borrowed, state_ref
+from engine.intrinsics import borrowed, prefetch, state_ref
 from engine.movegen import checkers, generate_legal, generate_tactical
 from engine.movegen import gives_check as gives_check_move
 from engine.position import (MOVE_CASTLE, MOVE_EP, MOVE_NULL, ST_CASTLE, ST_KEY, ST_KSQ, ST_PLY_FROM_NULL, ST_RULE50,
@@ -281,6 +281,14 @@ def is_repetition(keys, st, idx, root_idx):
     return False
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _prefetch_eval(S, key):
+    """Asks for the evaluation cache's entry of ``key`` at a node's entry: ``static_eval`` reads it later, so its
+    memory latency overlaps the table probe's."""
+    ec = S.eval_cache
+    prefetch(ec.ctypes.data + (key & (ec.shape[0] - 1)) * (2 * 8))
+
+
 @njit(cache=True, nogil=True, _nrt=False)
 def static_eval(S, ply, bb, board, st, optimism):
     """NNUE evaluation of the position at ``ply`` (side to move's view), by the C kernel or Numba.
@@ -290,35 +298,53 @@ def static_eval(S, ply, bb, board, st, optimism):
     (``ctl.pair``): ``nnue.evaluate.evaluate_pair_counts``, which takes the pair decision (small net when
     |simple_eval| is large, the big net otherwise or when the small net's result is small). Otherwise each
     net's accumulators are brought up to date lazily (``nnue.stack``), through the refresh caches, on the path
-    ``ctl.use_c`` names.
+    ``ctl.use_c`` names. One net's outputs are kept in the evaluation cache (``S.eval_cache``): about a fifth
+    of the bench's evaluations are of positions evaluated before, whose table entry holds no evaluation (a node
+    cut before it stored one, or an entry replaced since).
     """
     ctl = S.ctl[0]
-    use_c = ctl.use_c != 0
     kf = S.kf
     side = st[ST_SIDE]
     rule50 = st[ST_RULE50]
     ksq_w = st[ST_KSQ]
     ksq_b = st[ST_KSQ + 1]
-    if ctl.one_call:
-        p, q = evaluate_c(kf, S.cx, ply, board, ksq_w, ksq_b, side, bucket_of(popcount(bb[0] | bb[8])))
-        return finish_bb_gen(ctl.generation, p, q, bb, side, rule50, optimism)
-    net, cnet, _, _, cache, scratch = unpack_net(S.net)
     if ctl.pair:
+        # Which net of a pair evaluates depends on the small net's result: nothing is cached.
+        net, cnet, _, _, cache, scratch = unpack_net(S.net)
         pieces, simple, mat = material_17_bb(bb, side)
         s_net, s_cnet, s_acc, s_psqt, s_cache, s_scratch = unpack_net(S.small_net)
         nn = S.nn
         s_nn = (s_acc, s_psqt, S.small_computed, nn[3], nn[4])
-        if use_c:
+        if ctl.use_c != 0:
             return evaluate_pair_counts(net, s_net, nn, s_nn, ply, board, ksq_w, ksq_b, side, pieces, simple, mat,
                                         rule50, optimism, scratch, s_scratch, cache, s_cache, kf, cnet, s_cnet)
         return evaluate_pair_counts(net, s_net, nn, s_nn, ply, board, ksq_w, ksq_b, side, pieces, simple, mat,
                                     rule50, optimism, scratch, s_scratch, cache, s_cache)
-    # One net on the Numba path (on the C kernel it took the one call above).
-    bucket = bucket_of(popcount(bb[0] | bb[8]))
-    if ctl.scheme:
-        p, q = net_output_scheme(net, S.nn, ply, board, ksq_w, ksq_b, side, bucket, scratch, cache)
+    # One net: its (psqt, positional) depend on the pieces and the side to move only, so a position met again
+    # (in the next iteration, by a transposition) takes them from the evaluation cache instead of the net. They
+    # are the net's own values, so the tree is the same with the cache as without it.
+    key = st[ST_KEY]
+    ec = S.eval_cache
+    e = key & (ec.shape[0] - 1)
+    w = ec[e, 1]
+    if ec[e, 0] == key and w != 0:
+        p, q = w >> 32, np.int64(np.int32(w & 0xFFFFFFFF))
     else:
-        p, q = net_output(net, S.nn, ply, board, ksq_w, ksq_b, side, bucket, scratch, cache)
+        bucket = bucket_of(popcount(bb[0] | bb[8]))
+        if ctl.one_call:
+            p, q = evaluate_c(kf, S.cx, ply, board, ksq_w, ksq_b, side, bucket)
+        else:
+            # The Numba path (or a Quantfish-format net's scheme on it).
+            net, _, _, _, cache, scratch = unpack_net(S.net)
+            if ctl.scheme:
+                p, q = net_output_scheme(net, S.nn, ply, board, ksq_w, ksq_b, side, bucket, scratch, cache)
+            else:
+                p, q = net_output(net, S.nn, ply, board, ksq_w, ksq_b, side, bucket, scratch, cache)
+        ec[e, 0] = key
+        ec[e, 1] = (np.int64(p) << 32) | (np.int64(q) & 0xFFFFFFFF)
+    if ctl.one_call:
+        return finish_bb_gen(ctl.generation, p, q, bb, side, rule50, optimism)
+    net = unpack_net(S.net)[0]
     return finish_bb(net, p, q, bb, side, rule50, optimism)
 
 
@@ -625,6 +651,7 @@ def qsearch(T, S, ply, alpha, beta):
     if _poll(S, ctl):
         return 0
     bb, board, st = S.bbs[ply], S.boards[ply], S.sts[ply]
+    _prefetch_eval(S, st[ST_KEY])
     pv_len = S.pv_len
     pv_len[ply] = ply
     if ply > ctl.seldepth:
@@ -711,6 +738,7 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
     if _poll(S, ctl):
         return 0
     bb, board, st = S.bbs[ply], S.boards[ply], S.sts[ply]
+    _prefetch_eval(S, st[ST_KEY])
     pv, pv_len = S.pv, S.pv_len
     pv_len[ply] = ply
     if ply > ctl.seldepth:

@@ -264,6 +264,7 @@ class Searcher:
         self.S.capture_history[:] = 0
         self.S.counters[:] = 0
         self.S.killers[:] = 0
+        self.S.eval_cache[:] = 0
         if self.pool:
             self.pool.clear()
 

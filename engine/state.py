@@ -30,6 +30,7 @@ HISTORY_KEYS = 1024           # game positions before the root kept for repetiti
 TTE_SIZE = 6                  # a probed TT entry: (move, score, eval, depth, bound, PV flag)
 LMR_SIZE = 64                 # the reduction table is [depth][move number], both capped at 63
 CONT_KEYS = 16 * 64           # continuation-history keys: moved piece (0..15) * 64 + to-square
+EVAL_CACHE_ENTRIES = 1 << 18  # the net's outputs of this many positions (4 MB a thread), engine.search.static_eval
 
 # The search's counters and flags, shared with the Python driver (which sets the limits and the stop flag).
 CONTROL = np.dtype([
@@ -98,6 +99,9 @@ class SearchState(NamedTuple):
     cx: np.ndarray              # int64 evaluation context of ``net`` for the C kernel (nnue.ceval), when ctl.one_call
     tb: tuple                   # engine.tbprobe.TbArrays of the Syzygy tables (shared, read-only), or empty ones
     tb_scratch: tuple           # engine.tbprobe.TbScratch of this thread's probes
+    eval_cache: np.ndarray      # int64[EVAL_CACHE_ENTRIES, 2] (Zobrist key, the one net's (psqt, positional)
+                                # packed); (0, 0) is empty. Cleared with the histories; one net's, so a new
+                                # net gets a new state.
 
 
 def lmr_table() -> np.ndarray:
@@ -130,4 +134,5 @@ def new_state(tt, ctl, nn, net, kf, small_net, small_computed, clock, cx, tb) ->
         root_moves=np.zeros(MAX_MOVES, np.int32), evals=np.zeros(STACK, np.int64),
         quiets=np.zeros((STACK, 64), np.int32),
         captures=np.zeros((STACK, 32), np.int32), lmr=lmr_table(), kf=kf,
-        small_net=small_net, small_computed=small_computed, clock=clock, cx=cx, tb=tb, tb_scratch=new_scratch())
+        small_net=small_net, small_computed=small_computed, clock=clock, cx=cx, tb=tb, tb_scratch=new_scratch(),
+        eval_cache=np.zeros((EVAL_CACHE_ENTRIES, 2), np.int64))

@@ -5,7 +5,8 @@ from collections import Counter
 
 import pytest
 
-from engine.fen import parse_fen
+from engine.fen import STARTING_FEN, parse_fen
+from engine.notation import move_to_uci
 from engine.position import ST_RULE50, ST_SIDE
 from engine.search import _do_move, static_eval
 from engine.searcher import Searcher
@@ -78,3 +79,40 @@ def test_static_eval_17_1_pair_equals_from_scratch(nnue17_pair, pair_searchers, 
 
     _walk_and_compare(pair_searchers[mode], reference, 2024, games=24, steps=70)
     assert used["big"] > 20 and used["small"] > 20, used
+
+
+@pytest.mark.parametrize("mode", _kernel_modes())
+def test_a_position_met_again_takes_the_nets_outputs_from_the_evaluation_cache(nnue_net, mode):
+    """Reached again by another move order, a position is not run through the net a second time: its
+    accumulators at that ply stay uncomputed, and its evaluation still equals the from-scratch one. Clearing
+    (ucinewgame) empties the cache."""
+    arrays = nnue_net.arrays()
+    searcher = Searcher(nnue_net, 1, mode)
+    searcher.clear()
+    S = searcher.S
+    computed = S.nn[2]
+
+    def play(ucis):
+        searcher._setup(parse_fen(STARTING_FEN), [])
+        for ply, uci in enumerate(ucis):
+            move = next(m for m in _legal(searcher, ply) if move_to_uci(m) == uci)
+            _do_move(searcher.T, S, ply, move)
+        return len(ucis)
+
+    def evaluate(ply):
+        st = S.sts[ply]
+        return int(static_eval(S, ply, S.bbs[ply], S.boards[ply], st, 0))
+
+    ply = play(["g1f3", "g8f6", "b1c3"])
+    first = evaluate(ply)
+    assert computed[ply].all(), "the first evaluation did not run the net"
+    expected = eval_report(arrays, S.boards[ply], int(S.sts[ply][ST_SIDE]), int(S.sts[ply][ST_RULE50]), 0).final
+    assert first == expected
+
+    ply = play(["b1c3", "g8f6", "g1f3"])
+    assert evaluate(ply) == expected
+    assert not computed[ply].any(), "the position met again was evaluated by the net"
+
+    searcher.clear()
+    assert evaluate(ply) == expected
+    assert computed[ply].all(), "clear() left the evaluation cache"
