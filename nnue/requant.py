@@ -122,14 +122,28 @@ def requant(v, q, row):
 def shift_add(q):
     """The rounding addend when a site's requantisation is ``(v * mul + add) >> shift`` (a shift divisor, no
     wrap, floor or nearest), else -1. Decided once per site, it leaves a loop without branches on the record
-    (``transform_half_scheme``). The head keeps ``requant`` per row: the same change there made the search
-    with Stockfish's nets 8% slower on this path (LLVM's inlining of the search changed; measured side by
-    side with `quantfish bench --kernel numba`), for a head that is a small part of the pass."""
+    (``transform_half_scheme``, ``head_scheme``)."""
     if q[Q_DIV] != 1 or q[Q_WRAP] or q[Q_ROUND] == R_TRUNC:
         return np.int64(-1)
     if q[Q_ROUND] == R_NEAREST and q[Q_SHIFT] > 0:
         return np.int64(1) << (q[Q_SHIFT] - 1)
     return np.int64(0)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _x_shift_only(acc, dst, ft_hi, rnd, s):
+    """dst[j] = (clamp(a[j]) * clamp(a[j + L1/2]) + rnd) >> s for a literal ``s`` and ``ft_hi`` <= 127, when
+    the record's clamp of x cannot bite and the result fits a byte (``transform_half_scheme`` checks). With
+    the products' range known and the shift a constant, LLVM computes in 16-bit lanes as in the plain
+    transform; a shift by a run-time amount keeps Numba's 64-bit lanes and made this loop ten times slower."""
+    half = acc.shape[0] // 2
+    hi = np.int16(min(ft_hi, 127))      # the caller's condition, stated so that LLVM knows the products' range
+    zero = np.int16(0)
+    r = np.int16((1 if rnd > 0 else 0) << (s - 1))     # rnd is 0 or half: stated as such, for the same reason
+    for j in range(half):
+        a = min(max(acc[j], zero), hi)
+        b = min(max(acc[j + half], zero), hi)
+        dst[j] = (a * b + r) >> s
 
 
 @njit(cache=True, nogil=True)
@@ -143,11 +157,23 @@ def transform_half_scheme(acc, dst, qs):
     mul = qx[Q_MUL]
     s = qx[Q_SHIFT]
     add = shift_add(qx)
+    if add >= 0 and mul == 1 and 5 <= s <= 8 and 0 <= ft_hi <= 127 and (ft_hi * ft_hi + add) >> s <= min(x_hi, 255):
+        # Stockfish's arithmetic and its 0..255 variant (shifts 7 and 6), power-of-two records: no multiplier,
+        # a clamp that the largest product never reaches. One literal shift each.
+        if s == 7:
+            _x_shift_only(acc, dst, ft_hi, add, 7)
+        elif s == 6:
+            _x_shift_only(acc, dst, ft_hi, add, 6)
+        elif s == 8:
+            _x_shift_only(acc, dst, ft_hi, add, 8)
+        else:
+            _x_shift_only(acc, dst, ft_hi, add, 5)
+        return
     if add >= 0 and mul >= 0 and 1 <= s <= 31 and ft_hi * ft_hi * mul < 2**31:
-        # every product fits int32 (Stockfish-like records, and most calibrated ones): a loop without
-        # branches on int32 operands, measured 30% faster in the search than the int64 loop below (Numba
-        # still widens the arithmetic, so LLVM does not reach the plain transform's narrow lanes). Nearest
-        # adds bit s - 1 of the product after the shift instead of half before it: nothing can overflow.
+        # every product fits int32 (most calibrated records): each step truncated to int32 so that LLVM keeps
+        # 32-bit lanes (Numba widens int32 arithmetic to int64; the truncations undo it: 1.6 times faster than
+        # without them); only the shift by a run-time amount stays 64-bit. Nearest adds bit s - 1 of the
+        # product after the shift instead of half before it: nothing can overflow.
         hi32 = np.int32(ft_hi)
         m32 = np.int32(mul)
         s32 = np.int32(s)
@@ -157,8 +183,8 @@ def transform_half_scheme(acc, dst, qs):
         for j in range(half):
             a = min(max(np.int32(acc[j]), np.int32(0)), hi32)
             b = min(max(np.int32(acc[j + half]), np.int32(0)), hi32)
-            t = a * b * m32
-            dst[j] = min((t >> s32) + ((t >> r32) & up), xh)
+            t = np.int32(np.int32(a * b) * m32)
+            dst[j] = min(np.int32(np.int32(t >> s32) + np.int32(np.int32(t >> r32) & up)), xh)
         return
     if add >= 0 and mul >= 0:
         # a loop without branches on the record, which LLVM vectorises (the products are >= 0)
@@ -192,20 +218,37 @@ def head_scheme(fc0, b1, w1, b2, w2, l1in, cr1, qs):
     qsq = qs[S_SQR]
     lim = qs[S_SQR_LIMIT]
     q0 = qs[S_AC0]
-    for o in range(N_HIDDEN):
-        v = np.int64(fc0[o])
-        c = min(abs(v), lim[Q_HI + o])
-        l1in[o] = min(requant(c * c, qsq, o), qsq[Q_HI + o])
-        l1in[N_HIDDEN + o] = min(max(requant(v, q0, o), 0), q0[Q_HI + o])
+    q1 = qs[S_AC1]
+    add_sq = shift_add(qsq)
+    add_0 = shift_add(q0)
+    add_1 = shift_add(q1)
+    if add_sq >= 0 and add_0 >= 0:
+        # shifts only (every record of the toolkit's schemes): no branch on the record per row
+        s_sq = qsq[Q_SHIFT]
+        s_0 = q0[Q_SHIFT]
+        for o in range(N_HIDDEN):
+            v = np.int64(fc0[o])
+            c = min(abs(v), lim[Q_HI + o])
+            l1in[o] = min((c * c * qsq[Q_MUL + o] + add_sq) >> s_sq, qsq[Q_HI + o])
+            l1in[N_HIDDEN + o] = min(max((v * q0[Q_MUL + o] + add_0) >> s_0, 0), q0[Q_HI + o])
+    else:
+        for o in range(N_HIDDEN):
+            v = np.int64(fc0[o])
+            c = min(abs(v), lim[Q_HI + o])
+            l1in[o] = min(requant(c * c, qsq, o), qsq[Q_HI + o])
+            l1in[N_HIDDEN + o] = min(max(requant(v, q0, o), 0), q0[Q_HI + o])
     for i in range(2 * N_HIDDEN, w1.shape[1]):
         l1in[i] = 0
-    q1 = qs[S_AC1]
     n_in = w1.shape[1]
     for o in range(FC1_OUT):
         s = np.int64(b1[o])
         for i in range(n_in):
             s += np.int64(w1[o, i]) * np.int64(l1in[i])
-        cr1[o] = min(max(requant(s, q1, o), 0), q1[Q_HI + o])
+        if add_1 >= 0:
+            r = (s * q1[Q_MUL + o] + add_1) >> q1[Q_SHIFT]
+        else:
+            r = requant(s, q1, o)
+        cr1[o] = min(max(r, 0), q1[Q_HI + o])
     z2 = np.int64(b2)
     for i in range(FC1_OUT):
         z2 += np.int64(w2[i]) * np.int64(cr1[i])

@@ -52,6 +52,13 @@ X_RECORDS = {
     "shift 16": XRecord(255, 255, 1, 16, R_NEAREST),
     "shift 40": XRecord(255, 200, 5000, 40, R_NEAREST),
     "trunc": XRecord(181, 255, 7, 9, R_TRUNC),
+    # no multiplier: the Numba path's literal shifts when the FT clamp is at most 127 and the clamp of x cannot
+    # bite, its int32 loop when it can or the FT clamp is larger
+    "shift 8": XRecord(127, 127, 1, 8),
+    "shift 8 ft_hi 255": XRecord(255, 255, 1, 8),
+    "shift 5": XRecord(63, 255, 1, 5, R_NEAREST),
+    "shift 5 clamped": XRecord(127, 255, 1, 5, R_NEAREST),
+    "shift 6 clamped": XRecord(127, 200, 1, 6),
     # the 32-bit path: clamps above 255, multipliers above 32767, a shift of 1
     "ft_hi 278": XRecord(278, 255, 27736, 23, R_NEAREST),
     "multiplier 40000": XRecord(255, 255, 40000, 24),
