@@ -842,6 +842,10 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
             ev = -evals[ply - 1]     # after a null move: the position is the parent's with the other side to move
         else:
             ev = static_eval(S, ply, bb, board, st, _optimism(ctl, side))
+            if not tt_hit and excluded == 0:
+                # Kept at once, under no bound and the least depth, so that a transposition met before this node
+                # is searched (or when its search is cut short) takes the evaluation instead of the net's work.
+                tt_store(S.tt, key, 0, VALUE_NONE, ev, -1, TT_PV if tt_pv else 0, ctl.tt_gen)
         evals[ply] = ev
         # A TT score is a better estimate than the static eval when its bound allows.
         if tt_hit and tt_score != VALUE_NONE and abs(tt_score) < MATE_IN_MAX and \
