@@ -18,7 +18,7 @@ import pytest
 from nnue.ckernel import fc0_grouped
 from nnue.requant import (
     Q_DIV, Q_HI, Q_MUL, Q_ROUND, Q_SHIFT, Q_WRAP, R_FLOOR, R_NEAREST, R_TRUNC, S_AC0, S_AC1, S_FT, S_PSQT, S_SQR,
-    S_X,
+    S_SQR_LIMIT, S_X,
     head_scheme, pack_scheme, requant, transform_half_scheme,
 )
 from nnue.quant import schemes
@@ -42,10 +42,15 @@ class XRecord:
 
 
 X_RECORDS = {
-    # the 16-bit path: Stockfish's arithmetic, its 255 variant, a calibrated multiplier, the largest multiplier
-    # with the smallest shift, multipliers and shifts that are normalised first, a shift that leaves nothing
+    # the shift-only 16-bit path (no multiplier, shift 1..16): Stockfish's arithmetic, its 255 variant, a shift
+    # of 1 rounded to nearest, the longest shift; a shift of 17 goes to the multiplier path
     "sf floor": XRecord(127, 127, 1, 7),
     "sf nearest 255": XRecord(127, 254, 1, 6, R_NEAREST),
+    "shift 1 nearest": XRecord(255, 255, 1, 1, R_NEAREST),
+    "shift 16 floor": XRecord(255, 255, 1, 16),
+    "shift 17": XRecord(255, 255, 1, 17, R_NEAREST),
+    # the 16-bit path with a multiplier: a calibrated one, the largest with the smallest shift, multipliers and
+    # shifts that are normalised first, a shift that leaves nothing
     "calibrated 255": XRecord(255, 255, 27736, 23, R_NEAREST),
     "largest multiplier": XRecord(255, 255, 32767, 17, R_NEAREST),
     "small shift": XRecord(200, 255, 3, 5, R_NEAREST),
@@ -237,3 +242,91 @@ def test_power_of_two_divisors_pack_as_shifts():
                     want = {"floor": p // d, "trunc": -((-p) // d) if p < 0 else p // d,
                             "nearest": (p + d // 2) // d}[rounding]
                     assert requant(np.int64(v), row, 0) == want, (div, shift, rounding, int(v))
+
+
+@dataclass(frozen=True)
+class HeadRecord:
+    """Changes to the activation sites of a base record: {site: (shift, rounding, mul, hi)} (None keeps the
+    field), and the square's limit."""
+    res: int
+    sites: tuple = ()
+    limit: object = None
+
+
+HEAD_RECORDS = {
+    # shift records, whose head runs in int32 (vpmaddubsw for fc_1 when its inputs stay <= 127)
+    "sf floor": HeadRecord(127),
+    "sf nearest 255": HeadRecord(255),
+    "no shifts": HeadRecord(255, ((S_SQR, (0, R_FLOOR, None, None)), (S_AC0, (0, R_NEAREST, None, None)),
+                                  (S_AC1, (0, R_TRUNC, None, None)))),
+    "shift 1 nearest": HeadRecord(255, ((S_AC0, (1, R_NEAREST, None, None)), (S_AC1, (1, R_NEAREST, None, None)))),
+    "shift 30 and trunc": HeadRecord(127, ((S_SQR, (30, R_TRUNC, None, None)), (S_AC0, (30, R_TRUNC, None, None)),
+                                           (S_AC1, (30, R_NEAREST, None, None)))),
+    "clamps per row": HeadRecord(255, ((S_SQR, (None, None, None, [0, 1, 127, 128, 255] * 3)),
+                                       (S_AC0, (None, None, None, [255, 128, 127, 1, 0] * 3)),
+                                       (S_AC1, (None, None, None, [3, 255, 128, 127] * 8)))),
+    "clamps 127, fc_1 out 255": HeadRecord(127, ((S_AC1, (None, None, None, [255] * 32)),)),
+    "limits per row": HeadRecord(255, limit=[0, 1, 2, 100, 181, 8160, 16304, 32767] * 2),
+    # the general head: a multiplier, a clamp above 255, a limit above 32767, a divisor, wrapping
+    "multiplier 2": HeadRecord(127, ((S_AC0, (None, None, [2] * 15, None)),)),
+    "ac_1 clamp 256": HeadRecord(255, ((S_AC1, (None, None, None, [256] * 32)),)),
+    "limit 32768": HeadRecord(255, limit=[32768] * 16),
+}
+
+
+def _with_head(base_records, rec: HeadRecord):
+    qs = base_records[rec.res].copy()
+    for site, (shift, rounding, mul, hi) in rec.sites:
+        row = qs[site]
+        if shift is not None:
+            row[Q_SHIFT] = shift
+        if rounding is not None:
+            row[Q_ROUND] = rounding
+        if mul is not None:
+            row[Q_MUL:Q_MUL + len(mul)] = mul
+        if hi is not None:
+            row[Q_HI:Q_HI + len(hi)] = hi
+    if rec.limit is not None:
+        qs[S_SQR_LIMIT, Q_HI:Q_HI + len(rec.limit)] = rec.limit
+    return qs
+
+
+def _edge_values(qs, rng):
+    """fc_0 outputs at the edges of the record's arithmetic: int32's ends, each rounding step of each site's
+    shift, each clamp and square limit crossed, and random values."""
+    vals = [np.iinfo(np.int32).max, np.iinfo(np.int32).max - 1, np.iinfo(np.int32).min,
+            np.iinfo(np.int32).min + 1, 0, 1, -1]
+    for site in (S_SQR, S_AC0, S_AC1):
+        sh = int(qs[site, Q_SHIFT])
+        for k in (1, 2, 3, 127, 128, 254, 255, 256):
+            for d in (-1, 0, 1):
+                vals += [(k << sh) + d, -(k << sh) + d, (k << sh) - (1 << max(sh - 1, 0)) + d]
+    for lim in qs[S_SQR_LIMIT, Q_HI:Q_HI + FC0_OUT]:
+        vals += [int(lim) - 1, int(lim), int(lim) + 1, -int(lim)]
+    vals += list(rng.integers(-(1 << 31), 1 << 31, size=64))
+    vals += list(rng.integers(-(1 << 16), 1 << 16, size=64))
+    return np.clip(np.array(vals, np.int64), np.iinfo(np.int32).min, np.iinfo(np.int32).max)
+
+
+@pytest.mark.parametrize("name", list(HEAD_RECORDS))
+def test_head_of_shift_records_equals_the_numba_head(kf, base_records, name):
+    """The head on fc_0 outputs chosen at every rounding and clamp edge (fc_0's weights zero, so its outputs
+    are the biases), then on real sums; the C kernel's head must equal the Numba path's for every record."""
+    rec = HEAD_RECORDS[name]
+    qs = _with_head(base_records, rec)
+    rng = np.random.default_rng(zlib.crc32(name.encode()))
+    l1 = 64
+    w0, w0g, b0, w1, w1g, b1, w2, b2 = _layers(rng, l1)
+    zero_w0g = np.zeros_like(w0g)
+    edges = _edge_values(qs, rng)
+    us, them = _acc(rng, l1, 127), _acc(rng, l1, 127)
+    for trial in range(60):
+        b0 = rng.choice(edges, size=FC0_OUT).astype(np.int32)
+        _, fc0, pos = _run(kf, us, them, qs, zero_w0g, b0, w1g, b1, w2, b2)
+        assert np.array_equal(fc0, b0), (name, trial)
+        assert pos == _head(fc0, qs, b1, w1, b2, w2), (name, trial, b0)
+    for trial in range(20):
+        us, them = _acc(rng, l1, 127), _acc(rng, l1, 127)
+        b0 = rng.integers(-(1 << 20), 1 << 20, size=FC0_OUT).astype(np.int32)
+        _, fc0, pos = _run(kf, us, them, qs, w0g, b0, w1g, b1, w2, b2)
+        assert pos == _head(fc0, qs, b1, w1, b2, w2), (name, trial)

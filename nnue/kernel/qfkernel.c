@@ -805,13 +805,15 @@ static void transform_scheme_scalar(const int16_t *acc, int64_t half, const int6
    value) chosen so that mul' <= 32767 and s' >= 17, h = (a * b * mul') >> 16 is one vpmulhuw, floor is
    h >> (s' - 16) and nearest adds bit s' - 17 of h (bit s' - 1 of the product), with nothing to overflow.
    XS_32: a * b (one vpmaddwd on zero-extended lanes) times mul plus the rounding addend fits 32 unsigned
-   bits; one vpmulld and a logical shift. */
-enum { XS_SCALAR = 0, XS_16 = 1, XS_32 = 2 };
+   bits; one vpmulld and a logical shift.
+   XS_SHIFT: XS_16 without a multiplier (mul 1, 1 <= s <= 16: Stockfish's arithmetic and its 0..255 variant):
+   floor is (a * b) >> s, nearest ((a * b) >> (s - 1) + 1) >> 1, one vpavgw, which cannot overflow. */
+enum { XS_SCALAR = 0, XS_16 = 1, XS_32 = 2, XS_SHIFT = 3 };
 
 typedef struct {
     int mode, nearest;
     int32_t ft_hi, x_hi;
-    int32_t m16, k2;           /* XS_16 */
+    int32_t m16, k2;           /* XS_16; XS_SHIFT: k2 = s */
     uint32_t m32, add32;       /* XS_32 */
     int32_t s32;
 } x_plan;
@@ -830,6 +832,11 @@ static x_plan plan_x(const int64_t *qs)
     p.nearest = r == 2;
     p.ft_hi = (int32_t)ft_hi;
     p.x_hi = (int32_t)x_hi;
+    if (ft_hi <= 255 && mul == 1 && s <= 16) {
+        p.mode = XS_SHIFT;
+        p.k2 = (int32_t)s;
+        return p;
+    }
     if (ft_hi <= 255) {
         int64_t m = mul, sh = s;
         while (sh < 17 && m <= 32767 / 2) {
@@ -872,7 +879,18 @@ QF_INLINE vec_t transform_block(const int16_t *a, const int16_t *b, const x_plan
     const __m512i a0 = CL(a), a1 = CL(a + 32), b0 = CL(b), b1 = CL(b + 32);
 #    undef CL
     __m512i v0, v1;
-    if (mode == XS_16) {
+    if (mode == XS_SHIFT) {
+        const __m512i p0 = _mm512_mullo_epi16(a0, b0), p1 = _mm512_mullo_epi16(a1, b1);
+        if (nearest) {
+            const __m128i k1 = _mm_cvtsi32_si128(p->k2 - 1);
+            v0 = _mm512_avg_epu16(_mm512_srl_epi16(p0, k1), zero);
+            v1 = _mm512_avg_epu16(_mm512_srl_epi16(p1, k1), zero);
+        } else {
+            const __m128i k = _mm_cvtsi32_si128(p->k2);
+            v0 = _mm512_srl_epi16(p0, k);
+            v1 = _mm512_srl_epi16(p1, k);
+        }
+    } else if (mode == XS_16) {
         const __m512i m = _mm512_set1_epi16((int16_t)p->m16);
         const __m128i k = _mm_cvtsi32_si128(p->k2), k1 = _mm_cvtsi32_si128(p->k2 - 1);
         const __m512i h0 = _mm512_mulhi_epu16(_mm512_mullo_epi16(a0, b0), m);
@@ -905,7 +923,18 @@ QF_INLINE vec_t transform_block(const int16_t *a, const int16_t *b, const x_plan
     const __m256i a0 = CL(a), a1 = CL(a + 16), b0 = CL(b), b1 = CL(b + 16);
 #    undef CL
     __m256i v0, v1;
-    if (mode == XS_16) {
+    if (mode == XS_SHIFT) {
+        const __m256i p0 = _mm256_mullo_epi16(a0, b0), p1 = _mm256_mullo_epi16(a1, b1);
+        if (nearest) {
+            const __m128i k1 = _mm_cvtsi32_si128(p->k2 - 1);
+            v0 = _mm256_avg_epu16(_mm256_srl_epi16(p0, k1), zero);
+            v1 = _mm256_avg_epu16(_mm256_srl_epi16(p1, k1), zero);
+        } else {
+            const __m128i k = _mm_cvtsi32_si128(p->k2);
+            v0 = _mm256_srl_epi16(p0, k);
+            v1 = _mm256_srl_epi16(p1, k);
+        }
+    } else if (mode == XS_16) {
         const __m256i m = _mm256_set1_epi16((int16_t)p->m16);
         const __m128i k = _mm_cvtsi32_si128(p->k2), k1 = _mm_cvtsi32_si128(p->k2 - 1);
         const __m256i h0 = _mm256_mulhi_epu16(_mm256_mullo_epi16(a0, b0), m);
@@ -932,12 +961,14 @@ QF_INLINE vec_t transform_block(const int16_t *a, const int16_t *b, const x_plan
 #  endif
 }
 
-/* Both perspectives with the non-zero groups listed as they are stored (half a multiple of XS_BLK). */
+/* Both perspectives with the non-zero groups listed as they are stored (half a multiple of XS_BLK). With
+   `split` (AVX2), groups with a byte above 127 go to nnz_hi instead (their count to *n_hi): vpmaddubsw is
+   exact on the others. */
 QF_INLINE int64_t transform_scheme_simd(const int16_t *acc_us, const int16_t *acc_them, int64_t half,
                                         const x_plan *p, const int mode, const int nearest, uint8_t *x,
-                                        int32_t *nnz)
+                                        int32_t *nnz, const int split, int32_t *nnz_hi, int64_t *n_hi)
 {
-    int64_t n = 0;
+    int64_t n = 0, nh = 0;
 #  if defined(QF_USE_AVX512)
     const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
 #  else
@@ -950,41 +981,70 @@ QF_INLINE int64_t transform_scheme_simd(const int16_t *acc_us, const int16_t *ac
             const vec_t y = transform_block(a + j, a + half + j, p, mode, nearest);
             vstore(out + j, y);
 #  if defined(QF_USE_AVX512)
-            const __mmask16 m = _mm512_test_epi32_mask(y, y);
+            __mmask16 m = _mm512_test_epi32_mask(y, y);
             const __m512i ids = _mm512_add_epi32(_mm512_set1_epi32((int32_t)((q * half + j) >> 2)), iota);
+            if (split) {
+                const __mmask16 hm = _mm512_test_epi32_mask(y, _mm512_set1_epi32((int32_t)0x80808080u));
+                _mm512_storeu_si512((void *)(nnz_hi + nh), _mm512_maskz_compress_epi32(hm, ids));
+                nh += __builtin_popcount((unsigned)hm);
+                m &= (__mmask16)~hm;
+            }
             _mm512_storeu_si512((void *)(nnz + n), _mm512_maskz_compress_epi32(m, ids));
             n += __builtin_popcount((unsigned)m);
 #  else
             const unsigned zm = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(y, zero)));
-            const unsigned m = ~zm & 0xFFu;
-            const __m256i off = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)nnz_lut[m]));
             const __m256i base = _mm256_set1_epi32((int32_t)((q * half + j) >> 2));
+            unsigned m = ~zm & 0xFFu;
+            if (split) {
+                const __m256i top = _mm256_and_si256(y, _mm256_set1_epi32((int32_t)0x80808080u));
+                const unsigned hm = ~(unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(top, zero)))
+                                    & 0xFFu;
+                const __m256i offh = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)nnz_lut[hm]));
+                _mm256_storeu_si256((__m256i *)(nnz_hi + nh), _mm256_add_epi32(offh, base));
+                nh += __builtin_popcount(hm);
+                m &= ~hm;
+            }
+            const __m256i off = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)nnz_lut[m]));
             _mm256_storeu_si256((__m256i *)(nnz + n), _mm256_add_epi32(off, base));
             n += __builtin_popcount(m);
 #  endif
         }
     }
+    if (split)
+        *n_hi = nh;
     return n;
 }
 #endif
 
 /* x = fc_0's input of both perspectives (side to move first) under the record qs; lists the non-zero 4-byte
-   groups into nnz and returns their number. One SIMD body per plan, so each loop is free of branches. */
+   groups into nnz and returns their number. One SIMD body per plan, so each loop is free of branches. With
+   nnz_hi (AVX2 without VNNI, x_hi > 127), the groups holding a byte above 127 are listed there instead and
+   counted in *n_hi (every group, when the plan has no SIMD body). */
 static int64_t transform_scheme(const int16_t *acc_us, const int16_t *acc_them, int64_t l1, const int64_t *qs,
-                                uint8_t *x, int32_t *nnz)
+                                uint8_t *x, int32_t *nnz, int32_t *nnz_hi, int64_t *n_hi)
 {
     const int64_t half = l1 / 2;
 #if defined(XS_BLK)
     const x_plan p = plan_x(qs);
     if (p.mode != XS_SCALAR && half % XS_BLK == 0) {
+#  define BODY(mode, nearest) (nnz_hi ? transform_scheme_simd(acc_us, acc_them, half, &p, mode, nearest, x, nnz, \
+                                                                1, nnz_hi, n_hi)                                \
+                                      : transform_scheme_simd(acc_us, acc_them, half, &p, mode, nearest, x, nnz, \
+                                                                0, NULL, NULL))
+        if (p.mode == XS_SHIFT)
+            return p.nearest ? BODY(XS_SHIFT, 1) : BODY(XS_SHIFT, 0);
         if (p.mode == XS_16)
-            return p.nearest ? transform_scheme_simd(acc_us, acc_them, half, &p, XS_16, 1, x, nnz)
-                             : transform_scheme_simd(acc_us, acc_them, half, &p, XS_16, 0, x, nnz);
-        return transform_scheme_simd(acc_us, acc_them, half, &p, XS_32, 0, x, nnz);
+            return p.nearest ? BODY(XS_16, 1) : BODY(XS_16, 0);
+        return BODY(XS_32, 0);
+#  undef BODY
     }
 #endif
     transform_scheme_scalar(acc_us, half, qs, x);
     transform_scheme_scalar(acc_them, half, qs, x + half);
+    if (nnz_hi) {
+        *n_hi = find_nnz_impl(x, l1, nnz_hi);
+        return 0;
+    }
     return find_nnz_impl(x, l1, nnz);
 }
 
@@ -1036,6 +1096,136 @@ QF_INLINE void fc1_scheme(const int8_t *w1g, const int32_t *b1, const int32_t *i
     }
 }
 
+/* Records whose three activation sites (the square, fc_0's and fc_1's ClippedReLU) are plain shifts: multiplier
+   1, divisor 1, no wrap, shift <= 30, clamps 0..255 and a square limit <= 32767 (Stockfish's arithmetic, its
+   0..255 variant, any power-of-two scheme). Every step of their head then fits int32: the square is below
+   2^30, and a shift rounded to nearest is ((v >> (s - 1)) + 1) >> 1, equal to (v + 2^(s-1)) >> s without its
+   overflow (v is first kept below INT32_MAX, which leaves every clamped result as it was); a negative value
+   clamps to 0 under floor and trunc alike. Returns 0 for other records, 1 when every fc_1 input is <= 127
+   (vpmaddubsw is exact), 2 when some may reach 255. */
+static int head_shift_plan(const int64_t *qs)
+{
+    static const int sites[3] = {QF_S_SQR, QF_S_AC0, QF_S_AC1};
+    uint64_t not_one = 0, hi_in = 0, hi_out = 0, lim = 0;
+    for (int k = 0; k < 3; k++) {
+        const int64_t *q = QF_ROW(qs, sites[k]);
+        if (q[QF_SCHEME_Q_DIV] != 1 || q[QF_SCHEME_Q_WRAP] || (uint64_t)q[QF_SCHEME_Q_ROUND] > 2
+            || (uint64_t)q[QF_SCHEME_Q_SHIFT] > 30)
+            return 0;
+    }
+    for (int o = 0; o < QF_FC0_OUT - 1; o++) {
+        not_one |= (uint64_t)(QF_ROW(qs, QF_S_SQR)[QF_SCHEME_Q_MUL + o] ^ 1)
+                 | (uint64_t)(QF_ROW(qs, QF_S_AC0)[QF_SCHEME_Q_MUL + o] ^ 1);
+        hi_in |= (uint64_t)QF_ROW(qs, QF_S_SQR)[QF_SCHEME_Q_HI + o] | (uint64_t)QF_ROW(qs, QF_S_AC0)[QF_SCHEME_Q_HI + o];
+        lim |= (uint64_t)QF_ROW(qs, QF_S_SQR_LIMIT)[QF_SCHEME_Q_HI + o];
+    }
+    for (int o = 0; o < QF_FC1_OUT; o++) {
+        not_one |= (uint64_t)(QF_ROW(qs, QF_S_AC1)[QF_SCHEME_Q_MUL + o] ^ 1);
+        hi_out |= (uint64_t)QF_ROW(qs, QF_S_AC1)[QF_SCHEME_Q_HI + o];
+    }
+    if (not_one || ((hi_in | hi_out) & ~(uint64_t)255) || (lim & ~(uint64_t)32767))
+        return 0;
+    return (hi_in & ~(uint64_t)127) ? 2 : 1;
+}
+
+/* v[o] = R(v[o]) for a shift s and a rounding (floor, or nearest when `nearest`); see head_shift_plan. */
+#define SHIFT_ROWS(v, n, s, nearest)                                                                         \
+    do {                                                                                                   \
+        if ((s) > 0 && (nearest)) {                                                                        \
+            for (int o_ = 0; o_ < (n); o_++)                                                               \
+                (v)[o_] = ((((v)[o_] > INT32_MAX - 1 ? INT32_MAX - 1 : (v)[o_]) >> ((s) - 1)) + 1) >> 1;   \
+        } else if ((s) > 0) {                                                                              \
+            for (int o_ = 0; o_ < (n); o_++)                                                               \
+                (v)[o_] >>= (s);                                                                           \
+        }                                                                                                  \
+    } while (0)
+
+/* fc_1 on 32 byte inputs, z[o] = b1[o] + sum_i w1[o][i] * in[i] (int32, wrapping): vpmaddubsw when every input
+   is <= 127 or with VNNI (plan 1), the weights widened to int16 otherwise (plan 2). */
+QF_INLINE void fc1_bytes(const int8_t *w1g, const int32_t *b1, const uint8_t *in, int plan, int32_t *z)
+{
+#if defined(QF_USE_AVX2) || defined(QF_USE_AVX512)
+#  if defined(QF_USE_VNNI)
+    (void)plan;
+    if (1) {
+#  else
+    if (plan == 1) {
+#  endif
+        __m256i acc[4];
+#pragma GCC unroll 4
+        for (int q = 0; q < 4; q++)
+            acc[q] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+        for (int g = 0; g < QF_FC1_IN / 4; g++) {
+            const __m256i xv = _mm256_set1_epi32(load_i32(in + 4 * g));
+#pragma GCC unroll 4
+            for (int q = 0; q < 4; q++) {
+                const __m256i wv = _mm256_loadu_si256((const __m256i *)(w1g + W1G_GROUP * g + 32 * q));
+#  if defined(QF_USE_VNNI)
+                acc[q] = _mm256_dpbusd_epi32(acc[q], xv, wv);
+#  else
+                acc[q] = _mm256_add_epi32(acc[q], _mm256_madd_epi16(_mm256_maddubs_epi16(xv, wv),
+                                                                    _mm256_set1_epi16(1)));
+#  endif
+            }
+        }
+#pragma GCC unroll 4
+        for (int q = 0; q < 4; q++)
+            _mm256_storeu_si256((__m256i *)(z + 8 * q),
+                                _mm256_add_epi32(acc[q], _mm256_loadu_si256((const __m256i *)(b1 + 8 * q))));
+        return;
+    }
+#else
+    (void)plan;
+#endif
+    int32_t in32[QF_FC1_IN];
+    int64_t z64[QF_FC1_OUT];
+    for (int i = 0; i < QF_FC1_IN; i++)
+        in32[i] = in[i];
+    fc1_scheme(w1g, b1, in32, z64);
+    for (int o = 0; o < QF_FC1_OUT; o++)
+        z[o] = (int32_t)z64[o];
+}
+
+/* The head of a shift record (head_shift_plan's plan 1 or 2), equal to forward_scheme's general head. */
+static int64_t head_shift(const int32_t *z0, const int64_t *qs, int plan, const int8_t *w1g, const int32_t *b1,
+                          const int8_t *w2, int64_t b2)
+{
+    const int64_t *qsq = QF_ROW(qs, QF_S_SQR), *qlim = QF_ROW(qs, QF_S_SQR_LIMIT), *q0 = QF_ROW(qs, QF_S_AC0),
+                  *q1 = QF_ROW(qs, QF_S_AC1);
+    int32_t sq[QF_FC0_OUT], h[QF_FC0_OUT], sq_hi[QF_FC0_OUT], h_hi[QF_FC0_OUT];
+    for (int o = 0; o < QF_FC0_OUT; o++) {
+        const int32_t lim = (int32_t)qlim[QF_SCHEME_Q_HI + o], v = z0[o];
+        int32_t c = v < -lim ? -lim : v;
+        c = c < 0 ? -c : c;
+        c = c > lim ? lim : c;
+        sq[o] = c * c;
+        h[o] = v;
+        sq_hi[o] = (int32_t)qsq[QF_SCHEME_Q_HI + o];
+        h_hi[o] = (int32_t)q0[QF_SCHEME_Q_HI + o];
+    }
+    SHIFT_ROWS(sq, QF_FC0_OUT, (int)qsq[QF_SCHEME_Q_SHIFT], qsq[QF_SCHEME_Q_ROUND] == 2);
+    SHIFT_ROWS(h, QF_FC0_OUT, (int)q0[QF_SCHEME_Q_SHIFT], q0[QF_SCHEME_Q_ROUND] == 2);
+    uint8_t in[QF_FC1_IN] __attribute__((aligned(32)));
+    for (int o = 0; o < QF_FC0_OUT - 1; o++) {
+        in[o] = (uint8_t)(sq[o] > sq_hi[o] ? sq_hi[o] : sq[o]);
+        in[QF_FC0_OUT - 1 + o] = (uint8_t)(h[o] < 0 ? 0 : (h[o] > h_hi[o] ? h_hi[o] : h[o]));
+    }
+    for (int i = 2 * (QF_FC0_OUT - 1); i < QF_FC1_IN; i++)
+        in[i] = 0;
+
+    int32_t z1[QF_FC1_OUT], c_hi[QF_FC1_OUT];
+    fc1_bytes(w1g, b1, in, plan, z1);
+    SHIFT_ROWS(z1, QF_FC1_OUT, (int)q1[QF_SCHEME_Q_SHIFT], q1[QF_SCHEME_Q_ROUND] == 2);
+    for (int o = 0; o < QF_FC1_OUT; o++)
+        c_hi[o] = (int32_t)q1[QF_SCHEME_Q_HI + o];
+    int32_t fc2 = 0;
+    for (int o = 0; o < QF_FC1_OUT; o++)
+        fc2 += (int32_t)w2[o] * (z1[o] < 0 ? 0 : (z1[o] > c_hi[o] ? c_hi[o] : z1[o]));
+    return requant_row(b2 + fc2, QF_ROW(qs, QF_S_OUT), 0) + requant_row(z0[QF_FC0_OUT - 1], QF_ROW(qs, QF_S_SKIP), 0);
+}
+#undef SHIFT_ROWS
+
 #if (defined(QF_USE_AVX2) || defined(QF_USE_AVX512)) && !defined(QF_USE_VNNI)
 /* fc0_impl for inputs up to 255 without VNNI: the weights are widened to int16 and vpmaddwd sums pairs of
    products (at most 2 * 255 * 128 in magnitude: no saturation), so it is exact for any byte. One 16-byte
@@ -1066,21 +1256,27 @@ QF_API int64_t QF(forward_scheme)(const int16_t *acc_us, const int16_t *acc_them
                                   const int8_t *w0g, const int32_t *b0, const int8_t *w1g, const int32_t *b1,
                                   const int8_t *w2, int64_t b2, uint8_t *x, int32_t *nnz, int32_t *fc0_out)
 {
-    const int64_t n = transform_scheme(acc_us, acc_them, l1, qs, x, nnz);
-
     /* fc_0 over the non-zero 4-byte groups. Inputs above 127 (resolution 255) would saturate vpmaddubsw, so
-       without VNNI such records take fc0_wide. */
+       without VNNI the groups holding one take fc0_wide (about a sixth of them on Stockfish's net). */
     int32_t z0[QF_FC0_OUT];
 #if defined(QF_USE_VNNI) || defined(QF_SCALAR)
-    fc0_impl(w0g, b0, x, nnz, n, z0);
+    fc0_impl(w0g, b0, x, nnz, transform_scheme(acc_us, acc_them, l1, qs, x, nnz, NULL, NULL), z0);
 #else
-    if (QF_ROW(qs, QF_S_X)[QF_SCHEME_Q_HI] <= 127)
+    if (QF_ROW(qs, QF_S_X)[QF_SCHEME_Q_HI] <= 127) {
+        fc0_impl(w0g, b0, x, nnz, transform_scheme(acc_us, acc_them, l1, qs, x, nnz, NULL, NULL), z0);
+    } else {
+        int32_t nnz_hi[l1 / 4 + 16];
+        int64_t n_hi = 0;
+        const int64_t n = transform_scheme(acc_us, acc_them, l1, qs, x, nnz, nnz_hi, &n_hi);
         fc0_impl(w0g, b0, x, nnz, n, z0);
-    else
-        fc0_wide(w0g, b0, x, nnz, n, z0);
+        fc0_wide(w0g, z0, x, nnz_hi, n_hi, z0);
+    }
 #endif
     for (int o = 0; o < QF_FC0_OUT; o++)
         fc0_out[o] = z0[o];
+    const int plan = head_shift_plan(qs);
+    if (plan)
+        return head_shift(z0, qs, plan, w1g, b1, w2, b2);
 
     /* SqrClippedReLU and ClippedReLU of z0[0..14] */
     const int64_t *qsq = QF_ROW(qs, QF_S_SQR), *lim = QF_ROW(qs, QF_S_SQR_LIMIT) + QF_SCHEME_Q_HI,
