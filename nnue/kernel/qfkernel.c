@@ -1175,6 +1175,32 @@ QF_INLINE void fc1_bytes(const int8_t *w1g, const int32_t *b1, const uint8_t *in
                                 _mm256_add_epi32(acc[q], _mm256_loadu_si256((const __m256i *)(b1 + 8 * q))));
         return;
     }
+#  if !defined(QF_USE_VNNI)
+    /* inputs up to 255: x = r + 128 b (r = x & 127, b = x >> 7), both exact through vpmaddubsw; the b parts,
+       at most 2 * 128 a pair, are summed over the 8 groups in int16 (2048 at most) and scaled once */
+    __m256i acc[4], accb[4];
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; q++)
+        acc[q] = accb[q] = _mm256_setzero_si256();
+    const __m256i low7 = _mm256_set1_epi8(0x7F), one8 = _mm256_set1_epi8(1), ones = _mm256_set1_epi16(1);
+#pragma GCC unroll 8
+    for (int g = 0; g < QF_FC1_IN / 4; g++) {
+        const __m256i xv = _mm256_set1_epi32(load_i32(in + 4 * g));
+        const __m256i rv = _mm256_and_si256(xv, low7), bv = _mm256_and_si256(_mm256_srli_epi16(xv, 7), one8);
+#pragma GCC unroll 4
+        for (int q = 0; q < 4; q++) {
+            const __m256i wv = _mm256_loadu_si256((const __m256i *)(w1g + W1G_GROUP * g + 32 * q));
+            acc[q] = _mm256_add_epi32(acc[q], _mm256_madd_epi16(_mm256_maddubs_epi16(rv, wv), ones));
+            accb[q] = _mm256_add_epi16(accb[q], _mm256_maddubs_epi16(bv, wv));
+        }
+    }
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; q++)
+        _mm256_storeu_si256((__m256i *)(z + 8 * q),
+                            _mm256_add_epi32(_mm256_add_epi32(acc[q], _mm256_madd_epi16(accb[q], _mm256_set1_epi16(128))),
+                                             _mm256_loadu_si256((const __m256i *)(b1 + 8 * q))));
+    return;
+#  endif
 #else
     (void)plan;
 #endif
@@ -1187,13 +1213,80 @@ QF_INLINE void fc1_bytes(const int8_t *w1g, const int32_t *b1, const uint8_t *in
         z[o] = (int32_t)z64[o];
 }
 
-/* The head of a shift record (head_shift_plan's plan 1 or 2), equal to forward_scheme's general head. */
+/* The head of a shift record (head_shift_plan's plan 1 or 2), equal to forward_scheme's general head. The SIMD
+   variants build fc_1's 32 input bytes in registers and store them whole (as head_impl does), so that fc_1's
+   4-byte loads are forwarded from those stores. */
+#if defined(QF_USE_AVX2) || defined(QF_USE_AVX512)
+/* 8 int64 values known to fit int32, as one vector of int32. */
+QF_INLINE __m256i narrow8(const int64_t *p)
+{
+    const __m256i idx = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
+    const __m256i a = _mm256_permutevar8x32_epi32(_mm256_loadu_si256((const __m256i *)p), idx);
+    const __m256i b = _mm256_permutevar8x32_epi32(_mm256_loadu_si256((const __m256i *)(p + 4)), idx);
+    return _mm256_permute2x128_si256(a, b, 0x20);
+}
+
+/* R(v) of a shift site (SHIFT_ROWS in eight lanes). */
+QF_INLINE __m256i shift_round8(__m256i v, const int64_t *q)
+{
+    const int s = (int)q[QF_SCHEME_Q_SHIFT];
+    if (s == 0)
+        return v;
+    if (q[QF_SCHEME_Q_ROUND] == 2) {
+        v = _mm256_sra_epi32(_mm256_min_epi32(v, _mm256_set1_epi32(INT32_MAX - 1)), _mm_cvtsi32_si128(s - 1));
+        return _mm256_srai_epi32(_mm256_add_epi32(v, _mm256_set1_epi32(1)), 1);
+    }
+    return _mm256_sra_epi32(v, _mm_cvtsi32_si128(s));
+}
+
 static int64_t head_shift(const int32_t *z0, const int64_t *qs, int plan, const int8_t *w1g, const int32_t *b1,
                           const int8_t *w2, int64_t b2)
 {
     const int64_t *qsq = QF_ROW(qs, QF_S_SQR), *qlim = QF_ROW(qs, QF_S_SQR_LIMIT), *q0 = QF_ROW(qs, QF_S_AC0),
                   *q1 = QF_ROW(qs, QF_S_AC1);
-    int32_t sq[QF_FC0_OUT], h[QF_FC0_OUT], sq_hi[QF_FC0_OUT], h_hi[QF_FC0_OUT];
+    const __m256i zero = _mm256_setzero_si256();
+    __m256i sq[2], h[2];
+    for (int k = 0; k < 2; k++) {
+        const __m256i v = _mm256_loadu_si256((const __m256i *)(z0 + 8 * k));
+        const __m256i lim = narrow8(qlim + QF_SCHEME_Q_HI + 8 * k);
+        const __m256i c = _mm256_min_epi32(_mm256_abs_epi32(_mm256_max_epi32(v, _mm256_sub_epi32(zero, lim))), lim);
+        sq[k] = _mm256_min_epi32(shift_round8(_mm256_mullo_epi32(c, c), qsq), narrow8(qsq + QF_SCHEME_Q_HI + 8 * k));
+        h[k] = _mm256_min_epi32(_mm256_max_epi32(shift_round8(v, q0), zero), narrow8(q0 + QF_SCHEME_Q_HI + 8 * k));
+    }
+    /* int32 -> int16 -> uint8 with the lane order restored after each pack: bytes sq[0..15], h[0..15] */
+    const __m256i sq16 = _mm256_permute4x64_epi64(_mm256_packs_epi32(sq[0], sq[1]), 0xD8);
+    const __m256i h16 = _mm256_permute4x64_epi64(_mm256_packs_epi32(h[0], h[1]), 0xD8);
+    const __m256i bytes = _mm256_permute4x64_epi64(_mm256_packus_epi16(sq16, h16), 0xD8);
+    const __m128i sqb = _mm256_castsi256_si128(bytes), hb = _mm256_extracti128_si256(bytes, 1);
+    const __m128i keep15 = _mm_setr_epi8(-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0);
+    const __m128i keep14 = _mm_setr_epi8(-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 0);
+    uint8_t in[QF_FC1_IN] __attribute__((aligned(32)));
+    _mm_store_si128((__m128i *)in, _mm_or_si128(_mm_and_si128(sqb, keep15), _mm_slli_si128(hb, 15)));
+    _mm_store_si128((__m128i *)(in + 16), _mm_and_si128(_mm_srli_si128(hb, 1), keep14));
+
+    int32_t z1[QF_FC1_OUT] __attribute__((aligned(32)));
+    fc1_bytes(w1g, b1, in, plan, z1);
+    __m256i acc = zero;
+    for (int q = 0; q < 4; q++) {
+        const __m256i c = _mm256_min_epi32(
+            _mm256_max_epi32(shift_round8(_mm256_load_si256((const __m256i *)(z1 + 8 * q)), q1), zero),
+            narrow8(q1 + QF_SCHEME_Q_HI + 8 * q));
+        const __m256i wq = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(w2 + 8 * q)));
+        acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(c, wq));
+    }
+    __m128i r = _mm_add_epi32(_mm256_castsi256_si128(acc), _mm256_extracti128_si256(acc, 1));
+    r = _mm_add_epi32(r, _mm_shuffle_epi32(r, 0x4E));
+    r = _mm_add_epi32(r, _mm_shuffle_epi32(r, 0xB1));
+    const int64_t fc2 = (int64_t)_mm_cvtsi128_si32(r);
+    return requant_row(b2 + fc2, QF_ROW(qs, QF_S_OUT), 0) + requant_row(z0[QF_FC0_OUT - 1], QF_ROW(qs, QF_S_SKIP), 0);
+}
+#else
+static int64_t head_shift(const int32_t *z0, const int64_t *qs, int plan, const int8_t *w1g, const int32_t *b1,
+                          const int8_t *w2, int64_t b2)
+{
+    const int64_t *qsq = QF_ROW(qs, QF_S_SQR), *qlim = QF_ROW(qs, QF_S_SQR_LIMIT), *q0 = QF_ROW(qs, QF_S_AC0),
+                  *q1 = QF_ROW(qs, QF_S_AC1);
+    int32_t sq[QF_FC0_OUT], h[QF_FC0_OUT];
     for (int o = 0; o < QF_FC0_OUT; o++) {
         const int32_t lim = (int32_t)qlim[QF_SCHEME_Q_HI + o], v = z0[o];
         int32_t c = v < -lim ? -lim : v;
@@ -1201,29 +1294,28 @@ static int64_t head_shift(const int32_t *z0, const int64_t *qs, int plan, const 
         c = c > lim ? lim : c;
         sq[o] = c * c;
         h[o] = v;
-        sq_hi[o] = (int32_t)qsq[QF_SCHEME_Q_HI + o];
-        h_hi[o] = (int32_t)q0[QF_SCHEME_Q_HI + o];
     }
     SHIFT_ROWS(sq, QF_FC0_OUT, (int)qsq[QF_SCHEME_Q_SHIFT], qsq[QF_SCHEME_Q_ROUND] == 2);
     SHIFT_ROWS(h, QF_FC0_OUT, (int)q0[QF_SCHEME_Q_SHIFT], q0[QF_SCHEME_Q_ROUND] == 2);
-    uint8_t in[QF_FC1_IN] __attribute__((aligned(32)));
+    uint8_t in[QF_FC1_IN];
     for (int o = 0; o < QF_FC0_OUT - 1; o++) {
-        in[o] = (uint8_t)(sq[o] > sq_hi[o] ? sq_hi[o] : sq[o]);
-        in[QF_FC0_OUT - 1 + o] = (uint8_t)(h[o] < 0 ? 0 : (h[o] > h_hi[o] ? h_hi[o] : h[o]));
+        const int32_t sq_hi = (int32_t)qsq[QF_SCHEME_Q_HI + o], h_hi = (int32_t)q0[QF_SCHEME_Q_HI + o];
+        in[o] = (uint8_t)(sq[o] > sq_hi ? sq_hi : sq[o]);
+        in[QF_FC0_OUT - 1 + o] = (uint8_t)(h[o] < 0 ? 0 : (h[o] > h_hi ? h_hi : h[o]));
     }
     for (int i = 2 * (QF_FC0_OUT - 1); i < QF_FC1_IN; i++)
         in[i] = 0;
-
-    int32_t z1[QF_FC1_OUT], c_hi[QF_FC1_OUT];
+    int32_t z1[QF_FC1_OUT];
     fc1_bytes(w1g, b1, in, plan, z1);
     SHIFT_ROWS(z1, QF_FC1_OUT, (int)q1[QF_SCHEME_Q_SHIFT], q1[QF_SCHEME_Q_ROUND] == 2);
-    for (int o = 0; o < QF_FC1_OUT; o++)
-        c_hi[o] = (int32_t)q1[QF_SCHEME_Q_HI + o];
     int32_t fc2 = 0;
-    for (int o = 0; o < QF_FC1_OUT; o++)
-        fc2 += (int32_t)w2[o] * (z1[o] < 0 ? 0 : (z1[o] > c_hi[o] ? c_hi[o] : z1[o]));
+    for (int o = 0; o < QF_FC1_OUT; o++) {
+        const int32_t c_hi = (int32_t)q1[QF_SCHEME_Q_HI + o];
+        fc2 += (int32_t)w2[o] * (z1[o] < 0 ? 0 : (z1[o] > c_hi ? c_hi : z1[o]));
+    }
     return requant_row(b2 + fc2, QF_ROW(qs, QF_S_OUT), 0) + requant_row(z0[QF_FC0_OUT - 1], QF_ROW(qs, QF_S_SKIP), 0);
 }
+#endif
 #undef SHIFT_ROWS
 
 #if (defined(QF_USE_AVX2) || defined(QF_USE_AVX512)) && !defined(QF_USE_VNNI)
