@@ -251,10 +251,12 @@ class HeadRecord:
     res: int
     sites: tuple = ()
     limit: object = None
+    div: tuple = ()         # (site, divisor)
+    wrap: int = -1          # a site that wraps to int32
 
 
 HEAD_RECORDS = {
-    # shift records, whose head runs in int32 (vpmaddubsw for fc_1 when its inputs stay <= 127)
+    # shift records, whose head runs in int32 (vpmaddubsw for fc_1 when its inputs stay <= 127, split bytes above)
     "sf floor": HeadRecord(127),
     "sf nearest 255": HeadRecord(255),
     "no shifts": HeadRecord(255, ((S_SQR, (0, R_FLOOR, None, None)), (S_AC0, (0, R_NEAREST, None, None)),
@@ -267,10 +269,24 @@ HEAD_RECORDS = {
                                        (S_AC1, (None, None, None, [3, 255, 128, 127] * 8)))),
     "clamps 127, fc_1 out 255": HeadRecord(127, ((S_AC1, (None, None, None, [255] * 32)),)),
     "limits per row": HeadRecord(255, limit=[0, 1, 2, 100, 181, 8160, 16304, 32767] * 2),
-    # the general head: a multiplier, a clamp above 255, a limit above 32767, a divisor, wrapping
+    # sites with multipliers (64-bit products in the same head): a calibrated record's, one site alone, a shift
+    # past 30 with multiplier 1, the largest multiplier and shift
+    "calibrated": HeadRecord(255, ((S_SQR, (35, R_NEAREST, [3514, 4783, 5596, 4000, 5123] * 3, None)),
+                                   (S_AC0, (21, R_NEAREST, [10752, 12544, 13568, 11000, 13001] * 3, None)),
+                                   (S_AC1, (20, R_NEAREST, [2322, 2580, 2838, 3354] * 8, None))),
+                             limit=[24363, 19766, 16498, 24000] * 4),
     "multiplier 2": HeadRecord(127, ((S_AC0, (None, None, [2] * 15, None)),)),
+    "shift 40": HeadRecord(255, ((S_AC1, (40, R_FLOOR, None, None)),)),
+    "largest multiplier": HeadRecord(255, ((S_SQR, (62, R_NEAREST, [2 ** 31 - 1] * 15, None)),
+                                           (S_AC1, (45, R_TRUNC, [2 ** 31 - 1] * 32, None)))),
+    "products past 2^32": HeadRecord(255, ((S_AC0, (0, R_FLOOR, [2 ** 31 - 1] * 15, None)),
+                                           (S_AC1, (3, R_NEAREST, [2 ** 20 + 1] * 32, None)))),
+    # the general head: a multiplier of 2^32, a clamp above 255, a limit above 32767, a divisor, wrapping
+    "multiplier 2^32": HeadRecord(255, ((S_AC0, (40, R_NEAREST, [2 ** 32] * 15, None)),)),
     "ac_1 clamp 256": HeadRecord(255, ((S_AC1, (None, None, None, [256] * 32)),)),
     "limit 32768": HeadRecord(255, limit=[32768] * 16),
+    "divisor": HeadRecord(127, ((S_AC1, (None, None, None, None)),), limit=None, div=(S_AC1, 3)),
+    "wrap": HeadRecord(127, wrap=S_AC0),
 }
 
 
@@ -288,6 +304,10 @@ def _with_head(base_records, rec: HeadRecord):
             row[Q_HI:Q_HI + len(hi)] = hi
     if rec.limit is not None:
         qs[S_SQR_LIMIT, Q_HI:Q_HI + len(rec.limit)] = rec.limit
+    if rec.div:
+        qs[rec.div[0], Q_DIV] = rec.div[1]
+    if rec.wrap >= 0:
+        qs[rec.wrap, Q_WRAP] = 1
     return qs
 
 
@@ -298,20 +318,24 @@ def _edge_values(qs, rng):
             np.iinfo(np.int32).min + 1, 0, 1, -1]
     for site in (S_SQR, S_AC0, S_AC1):
         sh = int(qs[site, Q_SHIFT])
-        for k in (1, 2, 3, 127, 128, 254, 255, 256):
-            for d in (-1, 0, 1):
-                vals += [(k << sh) + d, -(k << sh) + d, (k << sh) - (1 << max(sh - 1, 0)) + d]
+        for m in {max(int(x), 1) for x in qs[site, Q_MUL:Q_MUL + 4]}:
+            for k in (1, 2, 3, 127, 128, 254, 255, 256):
+                for d in (-1, 0, 1):
+                    # where v * m crosses k * 2^s, and its rounding point half a step below
+                    vals += [(k << sh) // m + d, -((k << sh) // m) + d, ((k << sh) - (1 << max(sh - 1, 0))) // m + d]
     for lim in qs[S_SQR_LIMIT, Q_HI:Q_HI + FC0_OUT]:
         vals += [int(lim) - 1, int(lim), int(lim) + 1, -int(lim)]
-    vals += list(rng.integers(-(1 << 31), 1 << 31, size=64))
-    vals += list(rng.integers(-(1 << 16), 1 << 16, size=64))
-    return np.clip(np.array(vals, np.int64), np.iinfo(np.int32).min, np.iinfo(np.int32).max)
+    vals += [int(v) for v in rng.integers(-(1 << 31), 1 << 31, size=64)]
+    vals += [int(v) for v in rng.integers(-(1 << 16), 1 << 16, size=64)]
+    lo, hi = int(np.iinfo(np.int32).min), int(np.iinfo(np.int32).max)
+    return np.array([min(max(v, lo), hi) for v in vals], np.int64)
 
 
 @pytest.mark.parametrize("name", list(HEAD_RECORDS))
 def test_head_of_shift_records_equals_the_numba_head(kf, base_records, name):
     """The head on fc_0 outputs chosen at every rounding and clamp edge (fc_0's weights zero, so its outputs
-    are the biases), then on real sums; the C kernel's head must equal the Numba path's for every record."""
+    are the biases), then on real sums; the C kernel's head (in registers, or the general one for the last
+    records) must equal the Numba path's for every record."""
     rec = HEAD_RECORDS[name]
     qs = _with_head(base_records, rec)
     rng = np.random.default_rng(zlib.crc32(name.encode()))

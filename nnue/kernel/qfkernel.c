@@ -1096,36 +1096,59 @@ QF_INLINE void fc1_scheme(const int8_t *w1g, const int32_t *b1, const int32_t *i
     }
 }
 
-/* Records whose three activation sites (the square, fc_0's and fc_1's ClippedReLU) are plain shifts: multiplier
-   1, divisor 1, no wrap, shift <= 30, clamps 0..255 and a square limit <= 32767 (Stockfish's arithmetic, its
-   0..255 variant, any power-of-two scheme). Every step of their head then fits int32: the square is below
-   2^30, and a shift rounded to nearest is ((v >> (s - 1)) + 1) >> 1, equal to (v + 2^(s-1)) >> s without its
-   overflow (v is first kept below INT32_MAX, which leaves every clamped result as it was); a negative value
-   clamps to 0 under floor and trunc alike. Returns 0 for other records, 1 when every fc_1 input is <= 127
-   (vpmaddubsw is exact), 2 when some may reach 255. */
+/* Records whose three activation sites (the square, fc_0's and fc_1's ClippedReLU) have divisor 1, no wrap,
+   clamps 0..255 and a square limit <= 32767 (Stockfish's arithmetic, its 0..255 variant, power-of-two and
+   calibrated schemes) take a head in registers. A site of plain shifts (multiplier 1, shift <= 30) fits int32:
+   the square is below 2^30, and a shift rounded to nearest is ((v >> (s - 1)) + 1) >> 1, equal to
+   (v + 2^(s-1)) >> s without its overflow (v is first kept below INT32_MAX, which leaves every clamped result
+   as it was). A site with multipliers below 2^31 (shift <= 62) computes v * mul in 64 bits (HEAD_MUL64_*).
+   Either way a negative value clamps to 0 under floor and trunc alike. Returns 0 for other records, else
+   1 when every fc_1 input is <= 127 (vpmaddubsw is exact) or 2 when some may reach 255, plus the MUL64 bits. */
+enum { HEAD_FC1_WIDE = 2, HEAD_MUL64_SQR = 4, HEAD_MUL64_AC0 = 8, HEAD_MUL64_AC1 = 16 };
+
+/* The multipliers of n rows of a site: 0 when all are 1 (a shift site, if its shift is <= 30), 1 when all lie in
+   0..2^31-1 (HEAD_MUL64), -1 otherwise. n is a constant at each call, so the loop vectorises. */
+QF_INLINE int site_muls(const int64_t *q, const int n)
+{
+    uint64_t not_one = 0, big = 0;
+    for (int o = 0; o < n; o++) {
+        not_one |= (uint64_t)(q[QF_SCHEME_Q_MUL + o] ^ 1);
+        big |= (uint64_t)q[QF_SCHEME_Q_MUL + o];
+    }
+    if (!not_one && q[QF_SCHEME_Q_SHIFT] <= 30)
+        return 0;
+    return (big & ~(uint64_t)INT32_MAX) ? -1 : 1;
+}
+
 static int head_shift_plan(const int64_t *qs)
 {
-    static const int sites[3] = {QF_S_SQR, QF_S_AC0, QF_S_AC1};
-    uint64_t not_one = 0, hi_in = 0, hi_out = 0, lim = 0;
-    for (int k = 0; k < 3; k++) {
-        const int64_t *q = QF_ROW(qs, sites[k]);
-        if (q[QF_SCHEME_Q_DIV] != 1 || q[QF_SCHEME_Q_WRAP] || (uint64_t)q[QF_SCHEME_Q_ROUND] > 2
-            || (uint64_t)q[QF_SCHEME_Q_SHIFT] > 30)
-            return 0;
-    }
+    const int64_t *qsq = QF_ROW(qs, QF_S_SQR), *q0 = QF_ROW(qs, QF_S_AC0), *q1 = QF_ROW(qs, QF_S_AC1);
+    uint64_t hi_in = 0, hi_out = 0, lim = 0;
+    if ((qsq[QF_SCHEME_Q_DIV] ^ 1) | (q0[QF_SCHEME_Q_DIV] ^ 1) | (q1[QF_SCHEME_Q_DIV] ^ 1)
+        | qsq[QF_SCHEME_Q_WRAP] | q0[QF_SCHEME_Q_WRAP] | q1[QF_SCHEME_Q_WRAP])
+        return 0;
+    if ((uint64_t)qsq[QF_SCHEME_Q_ROUND] > 2 || (uint64_t)q0[QF_SCHEME_Q_ROUND] > 2
+        || (uint64_t)q1[QF_SCHEME_Q_ROUND] > 2 || (uint64_t)qsq[QF_SCHEME_Q_SHIFT] > 62
+        || (uint64_t)q0[QF_SCHEME_Q_SHIFT] > 62 || (uint64_t)q1[QF_SCHEME_Q_SHIFT] > 62)
+        return 0;
+    const int msq = site_muls(qsq, QF_FC0_OUT - 1), m0 = site_muls(q0, QF_FC0_OUT - 1),
+              m1 = site_muls(q1, QF_FC1_OUT);
+    if (msq < 0 || m0 < 0 || m1 < 0)
+        return 0;
+    int plan = (msq ? HEAD_MUL64_SQR : 0) | (m0 ? HEAD_MUL64_AC0 : 0) | (m1 ? HEAD_MUL64_AC1 : 0);
     for (int o = 0; o < QF_FC0_OUT - 1; o++) {
-        not_one |= (uint64_t)(QF_ROW(qs, QF_S_SQR)[QF_SCHEME_Q_MUL + o] ^ 1)
-                 | (uint64_t)(QF_ROW(qs, QF_S_AC0)[QF_SCHEME_Q_MUL + o] ^ 1);
         hi_in |= (uint64_t)QF_ROW(qs, QF_S_SQR)[QF_SCHEME_Q_HI + o] | (uint64_t)QF_ROW(qs, QF_S_AC0)[QF_SCHEME_Q_HI + o];
         lim |= (uint64_t)QF_ROW(qs, QF_S_SQR_LIMIT)[QF_SCHEME_Q_HI + o];
     }
-    for (int o = 0; o < QF_FC1_OUT; o++) {
-        not_one |= (uint64_t)(QF_ROW(qs, QF_S_AC1)[QF_SCHEME_Q_MUL + o] ^ 1);
+    for (int o = 0; o < QF_FC1_OUT; o++)
         hi_out |= (uint64_t)QF_ROW(qs, QF_S_AC1)[QF_SCHEME_Q_HI + o];
-    }
-    if (not_one || ((hi_in | hi_out) & ~(uint64_t)255) || (lim & ~(uint64_t)32767))
+    if (((hi_in | hi_out) & ~(uint64_t)255) || (lim & ~(uint64_t)32767))
         return 0;
-    return (hi_in & ~(uint64_t)127) ? 2 : 1;
+#if !defined(QF_USE_AVX2) && !defined(QF_USE_AVX512)
+    if (plan)
+        return 0;        /* the scalar variant's head_shift has no 64-bit sites: the general head is as good */
+#endif
+    return plan | ((hi_in & ~(uint64_t)127) ? HEAD_FC1_WIDE : 1);
 }
 
 /* v[o] = R(v[o]) for a shift s and a rounding (floor, or nearest when `nearest`); see head_shift_plan. */
@@ -1149,7 +1172,7 @@ QF_INLINE void fc1_bytes(const int8_t *w1g, const int32_t *b1, const uint8_t *in
     (void)plan;
     if (1) {
 #  else
-    if (plan == 1) {
+    if (!(plan & HEAD_FC1_WIDE)) {
 #  endif
         __m256i acc[4];
 #pragma GCC unroll 4
@@ -1226,6 +1249,25 @@ QF_INLINE __m256i narrow8(const int64_t *p)
     return _mm256_permute2x128_si256(a, b, 0x20);
 }
 
+/* clamp(R(v * mul[o..o+7]), 0, hi) of a site with multipliers (HEAD_MUL64_*): v is first made >= 0, so that
+   the unsigned 32 x 32 -> 64-bit products (below 2^62) plus the rounding addend fit 63 bits. */
+QF_INLINE __m256i mulshift8(__m256i v, const int64_t *q, int o, __m256i hi)
+{
+    v = _mm256_max_epi32(v, _mm256_setzero_si256());
+    const __m256i m = narrow8(q + QF_SCHEME_Q_MUL + o);
+    const int s = (int)q[QF_SCHEME_Q_SHIFT];
+    const __m256i add = _mm256_set1_epi64x(q[QF_SCHEME_Q_ROUND] == 2 && s > 0 ? (int64_t)1 << (s - 1) : 0);
+    const __m128i sh = _mm_cvtsi32_si128(s);
+    const __m256i lo32 = _mm256_set1_epi64x(0xFFFFFFFF);
+    const __m256i hi_e = _mm256_and_si256(hi, lo32), hi_o = _mm256_srli_epi64(hi, 32);
+    __m256i pe = _mm256_srl_epi64(_mm256_add_epi64(_mm256_mul_epu32(v, m), add), sh);
+    __m256i po = _mm256_srl_epi64(_mm256_add_epi64(_mm256_mul_epu32(_mm256_srli_epi64(v, 32),
+                                                                    _mm256_srli_epi64(m, 32)), add), sh);
+    pe = _mm256_blendv_epi8(pe, hi_e, _mm256_cmpgt_epi64(pe, hi_e));
+    po = _mm256_blendv_epi8(po, hi_o, _mm256_cmpgt_epi64(po, hi_o));
+    return _mm256_blend_epi32(pe, _mm256_slli_epi64(po, 32), 0xAA);
+}
+
 /* R(v) of a shift site (SHIFT_ROWS in eight lanes). */
 QF_INLINE __m256i shift_round8(__m256i v, const int64_t *q)
 {
@@ -1250,8 +1292,12 @@ static int64_t head_shift(const int32_t *z0, const int64_t *qs, int plan, const 
         const __m256i v = _mm256_loadu_si256((const __m256i *)(z0 + 8 * k));
         const __m256i lim = narrow8(qlim + QF_SCHEME_Q_HI + 8 * k);
         const __m256i c = _mm256_min_epi32(_mm256_abs_epi32(_mm256_max_epi32(v, _mm256_sub_epi32(zero, lim))), lim);
-        sq[k] = _mm256_min_epi32(shift_round8(_mm256_mullo_epi32(c, c), qsq), narrow8(qsq + QF_SCHEME_Q_HI + 8 * k));
-        h[k] = _mm256_min_epi32(_mm256_max_epi32(shift_round8(v, q0), zero), narrow8(q0 + QF_SCHEME_Q_HI + 8 * k));
+        const __m256i c2 = _mm256_mullo_epi32(c, c), sq_hi = narrow8(qsq + QF_SCHEME_Q_HI + 8 * k),
+                      h_hi = narrow8(q0 + QF_SCHEME_Q_HI + 8 * k);
+        sq[k] = (plan & HEAD_MUL64_SQR) ? mulshift8(c2, qsq, 8 * k, sq_hi)
+                                        : _mm256_min_epi32(shift_round8(c2, qsq), sq_hi);
+        h[k] = (plan & HEAD_MUL64_AC0) ? mulshift8(v, q0, 8 * k, h_hi)
+                                       : _mm256_min_epi32(_mm256_max_epi32(shift_round8(v, q0), zero), h_hi);
     }
     /* int32 -> int16 -> uint8 with the lane order restored after each pack: bytes sq[0..15], h[0..15] */
     const __m256i sq16 = _mm256_permute4x64_epi64(_mm256_packs_epi32(sq[0], sq[1]), 0xD8);
@@ -1268,9 +1314,9 @@ static int64_t head_shift(const int32_t *z0, const int64_t *qs, int plan, const 
     fc1_bytes(w1g, b1, in, plan, z1);
     __m256i acc = zero;
     for (int q = 0; q < 4; q++) {
-        const __m256i c = _mm256_min_epi32(
-            _mm256_max_epi32(shift_round8(_mm256_load_si256((const __m256i *)(z1 + 8 * q)), q1), zero),
-            narrow8(q1 + QF_SCHEME_Q_HI + 8 * q));
+        const __m256i z = _mm256_load_si256((const __m256i *)(z1 + 8 * q)), c_hi = narrow8(q1 + QF_SCHEME_Q_HI + 8 * q);
+        const __m256i c = (plan & HEAD_MUL64_AC1) ? mulshift8(z, q1, 8 * q, c_hi)
+                                                  : _mm256_min_epi32(_mm256_max_epi32(shift_round8(z, q1), zero), c_hi);
         const __m256i wq = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(w2 + 8 * q)));
         acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(c, wq));
     }
