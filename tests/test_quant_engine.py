@@ -283,3 +283,17 @@ def test_uci_loads_plays_and_names_a_quantfish_net(sf_range_row):
         assert [problem for problem in map(output_problem, lines) if problem] == []
     finally:
         engine.kill()
+
+
+def test_net_speed_compares_a_quantfish_file_with_the_plain_net(sf_float, nnue_net, tmp_path, capsys):
+    """``engine.tools.net_speed`` (the README's scheme speed figures): both nets search the same tree with the
+    ``sf`` record, each gets its own timing, and a missing net is a message, not a traceback."""
+    from engine.tools import net_speed
+    path = tmp_path / "sf.qfnn"
+    qformat.write_qnet(schemes.make("sf", sf_float), path)
+    rows = net_speed.compare([nnue_net.path, str(path)], depth=5, rounds=1, positions=3)
+    (_, nodes_a, secs_a, ratios_a), (_, nodes_b, secs_b, ratios_b) = rows
+    assert nodes_a == nodes_b > 0 and secs_a > 0 and secs_b > 0
+    assert ratios_a == [1.0] * 3 and len(ratios_b) == 3 and all(r > 0 for r in ratios_b)
+    assert net_speed.main([str(tmp_path / "missing.nnue")]) == 1
+    assert "net_speed:" in capsys.readouterr().err
