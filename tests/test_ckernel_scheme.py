@@ -49,6 +49,11 @@ X_RECORDS = {
     "shift 1 nearest": XRecord(255, 255, 1, 1, R_NEAREST),
     "shift 16 floor": XRecord(255, 255, 1, 16),
     "shift 17": XRecord(255, 255, 1, 17, R_NEAREST),
+    # an FT clamp of 256 (dfp's): 256 * 256 leaves 16 bits and is patched in; with a shift of 1 its value is
+    # past the signed pack's range
+    "ft_hi 256": XRecord(256, 255, 1, 8, R_NEAREST),
+    "ft_hi 256 shift 1": XRecord(256, 255, 1, 1, R_NEAREST),
+    "ft_hi 256 shift 16": XRecord(256, 255, 1, 16),
     # the 16-bit path with a multiplier: a calibrated one, the largest with the smallest shift, multipliers and
     # shifts that are normalised first, a shift that leaves nothing
     "calibrated 255": XRecord(255, 255, 27736, 23, R_NEAREST),

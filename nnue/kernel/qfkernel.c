@@ -807,13 +807,16 @@ static void transform_scheme_scalar(const int16_t *acc, int64_t half, const int6
    XS_32: a * b (one vpmaddwd on zero-extended lanes) times mul plus the rounding addend fits 32 unsigned
    bits; one vpmulld and a logical shift.
    XS_SHIFT: XS_16 without a multiplier (mul 1, 1 <= s <= 16: Stockfish's arithmetic and its 0..255 variant):
-   floor is (a * b) >> s, nearest ((a * b) >> (s - 1) + 1) >> 1, one vpavgw, which cannot overflow. */
+   floor is (a * b) >> s, nearest ((a * b) >> (s - 1) + 1) >> 1, one vpavgw, which cannot overflow. An FT clamp
+   of 256 (dfp's power of two) fits too: only 256 * 256 leaves 16 bits, and its lanes (a & b == 256) take the
+   value R(65536) (big256, kept below 32768 for the signed pack; x_hi is at most 255). */
 enum { XS_SCALAR = 0, XS_16 = 1, XS_32 = 2, XS_SHIFT = 3 };
 
 typedef struct {
     int mode, nearest;
     int32_t ft_hi, x_hi;
     int32_t m16, k2;           /* XS_16; XS_SHIFT: k2 = s */
+    int32_t big256;            /* XS_SHIFT: R(256 * 256), at most 32767 */
     uint32_t m32, add32;       /* XS_32 */
     int32_t s32;
 } x_plan;
@@ -832,9 +835,11 @@ static x_plan plan_x(const int64_t *qs)
     p.nearest = r == 2;
     p.ft_hi = (int32_t)ft_hi;
     p.x_hi = (int32_t)x_hi;
-    if (ft_hi <= 255 && mul == 1 && s <= 16) {
+    if (ft_hi <= 256 && mul == 1 && s <= 16) {
+        const int64_t big = (65536 + (p.nearest ? (int64_t)1 << (s - 1) : 0)) >> s;
         p.mode = XS_SHIFT;
         p.k2 = (int32_t)s;
+        p.big256 = (int32_t)(big > 32767 ? 32767 : big);
         return p;
     }
     if (ft_hi <= 255) {
@@ -890,6 +895,9 @@ QF_INLINE vec_t transform_block(const int16_t *a, const int16_t *b, const x_plan
             v0 = _mm512_srl_epi16(p0, k);
             v1 = _mm512_srl_epi16(p1, k);
         }
+        const __m512i b256 = _mm512_set1_epi16(256), big = _mm512_set1_epi16((int16_t)p->big256);
+        v0 = _mm512_mask_mov_epi16(v0, _mm512_cmpeq_epi16_mask(_mm512_and_si512(a0, b0), b256), big);
+        v1 = _mm512_mask_mov_epi16(v1, _mm512_cmpeq_epi16_mask(_mm512_and_si512(a1, b1), b256), big);
     } else if (mode == XS_16) {
         const __m512i m = _mm512_set1_epi16((int16_t)p->m16);
         const __m128i k = _mm_cvtsi32_si128(p->k2), k1 = _mm_cvtsi32_si128(p->k2 - 1);
@@ -934,6 +942,9 @@ QF_INLINE vec_t transform_block(const int16_t *a, const int16_t *b, const x_plan
             v0 = _mm256_srl_epi16(p0, k);
             v1 = _mm256_srl_epi16(p1, k);
         }
+        const __m256i b256 = _mm256_set1_epi16(256), big = _mm256_set1_epi16((int16_t)p->big256);
+        v0 = _mm256_blendv_epi8(v0, big, _mm256_cmpeq_epi16(_mm256_and_si256(a0, b0), b256));
+        v1 = _mm256_blendv_epi8(v1, big, _mm256_cmpeq_epi16(_mm256_and_si256(a1, b1), b256));
     } else if (mode == XS_16) {
         const __m256i m = _mm256_set1_epi16((int16_t)p->m16);
         const __m128i k = _mm_cvtsi32_si128(p->k2), k1 = _mm_cvtsi32_si128(p->k2 - 1);
