@@ -69,8 +69,13 @@ X_RECORDS = {
     "shift 5": XRecord(63, 255, 1, 5, R_NEAREST),
     "shift 5 clamped": XRecord(127, 255, 1, 5, R_NEAREST),
     "shift 6 clamped": XRecord(127, 200, 1, 6),
-    # the 32-bit path: clamps above 255, multipliers above 32767, a shift of 1
+    # FT clamps 256..362 (17-bit products) with a multiplier: range-row's clamp and multiplier on Stockfish's
+    # net, the largest clamp with the largest multiplier, floor
     "ft_hi 278": XRecord(278, 255, 27736, 23, R_NEAREST),
+    "ft_hi 362 largest multiplier": XRecord(362, 255, 32767, 17, R_NEAREST),
+    "ft_hi 300 floor": XRecord(300, 200, 3, 20),
+    # the 32-bit path: clamps above 362, multipliers above 32767, a shift of 1
+    "ft_hi 363": XRecord(363, 255, 32767, 17, R_NEAREST),
     "multiplier 40000": XRecord(255, 255, 40000, 24),
     "ft_hi 1000": XRecord(1000, 255, 3000, 30, R_NEAREST),
     "ft_hi 32767": XRecord(32767, 255, 1, 31, R_NEAREST),

@@ -809,8 +809,10 @@ static void transform_scheme_scalar(const int16_t *acc, int64_t half, const int6
    XS_SHIFT: XS_16 without a multiplier (mul 1, 1 <= s <= 16: Stockfish's arithmetic and its 0..255 variant):
    floor is (a * b) >> s, nearest ((a * b) >> (s - 1) + 1) >> 1, one vpavgw, which cannot overflow. An FT clamp
    of 256 (dfp's power of two) fits too: only 256 * 256 leaves 16 bits, and its lanes (a & b == 256) take the
-   value R(65536) (big256, kept below 32768 for the signed pack; x_hi is at most 255). */
-enum { XS_SCALAR = 0, XS_16 = 1, XS_32 = 2, XS_SHIFT = 3 };
+   value R(65536) (big256, kept below 32768 for the signed pack; x_hi is at most 255).
+   XS_17: XS_16 for FT clamps up to 362, whose products need 17 bits: with p = lo + 2^16 hb (lo = vpmullw,
+   hb = vpmulhuw of a and b, 0 or 1), (p * mul') >> 16 is vpmulhuw(lo, mul') + hb * mul', below 2 * 32767. */
+enum { XS_SCALAR = 0, XS_16 = 1, XS_32 = 2, XS_SHIFT = 3, XS_17 = 4 };
 
 typedef struct {
     int mode, nearest;
@@ -842,14 +844,14 @@ static x_plan plan_x(const int64_t *qs)
         p.big256 = (int32_t)(big > 32767 ? 32767 : big);
         return p;
     }
-    if (ft_hi <= 255) {
+    if (ft_hi <= 362) {
         int64_t m = mul, sh = s;
         while (sh < 17 && m <= 32767 / 2) {
             m <<= 1;
             sh++;
         }
         if (sh >= 17 && m <= 32767) {
-            p.mode = XS_16;
+            p.mode = ft_hi <= 255 ? XS_16 : XS_17;
             p.m16 = (int32_t)m;
             p.k2 = (int32_t)(sh - 16);
             return p;
@@ -898,11 +900,15 @@ QF_INLINE vec_t transform_block(const int16_t *a, const int16_t *b, const x_plan
         const __m512i b256 = _mm512_set1_epi16(256), big = _mm512_set1_epi16((int16_t)p->big256);
         v0 = _mm512_mask_mov_epi16(v0, _mm512_cmpeq_epi16_mask(_mm512_and_si512(a0, b0), b256), big);
         v1 = _mm512_mask_mov_epi16(v1, _mm512_cmpeq_epi16_mask(_mm512_and_si512(a1, b1), b256), big);
-    } else if (mode == XS_16) {
+    } else if (mode == XS_16 || mode == XS_17) {
         const __m512i m = _mm512_set1_epi16((int16_t)p->m16);
         const __m128i k = _mm_cvtsi32_si128(p->k2), k1 = _mm_cvtsi32_si128(p->k2 - 1);
-        const __m512i h0 = _mm512_mulhi_epu16(_mm512_mullo_epi16(a0, b0), m);
-        const __m512i h1 = _mm512_mulhi_epu16(_mm512_mullo_epi16(a1, b1), m);
+        __m512i h0 = _mm512_mulhi_epu16(_mm512_mullo_epi16(a0, b0), m);
+        __m512i h1 = _mm512_mulhi_epu16(_mm512_mullo_epi16(a1, b1), m);
+        if (mode == XS_17) {
+            h0 = _mm512_add_epi16(h0, _mm512_mullo_epi16(_mm512_mulhi_epu16(a0, b0), m));
+            h1 = _mm512_add_epi16(h1, _mm512_mullo_epi16(_mm512_mulhi_epu16(a1, b1), m));
+        }
         v0 = _mm512_srl_epi16(h0, k);
         v1 = _mm512_srl_epi16(h1, k);
         if (nearest) {
@@ -945,11 +951,15 @@ QF_INLINE vec_t transform_block(const int16_t *a, const int16_t *b, const x_plan
         const __m256i b256 = _mm256_set1_epi16(256), big = _mm256_set1_epi16((int16_t)p->big256);
         v0 = _mm256_blendv_epi8(v0, big, _mm256_cmpeq_epi16(_mm256_and_si256(a0, b0), b256));
         v1 = _mm256_blendv_epi8(v1, big, _mm256_cmpeq_epi16(_mm256_and_si256(a1, b1), b256));
-    } else if (mode == XS_16) {
+    } else if (mode == XS_16 || mode == XS_17) {
         const __m256i m = _mm256_set1_epi16((int16_t)p->m16);
         const __m128i k = _mm_cvtsi32_si128(p->k2), k1 = _mm_cvtsi32_si128(p->k2 - 1);
-        const __m256i h0 = _mm256_mulhi_epu16(_mm256_mullo_epi16(a0, b0), m);
-        const __m256i h1 = _mm256_mulhi_epu16(_mm256_mullo_epi16(a1, b1), m);
+        __m256i h0 = _mm256_mulhi_epu16(_mm256_mullo_epi16(a0, b0), m);
+        __m256i h1 = _mm256_mulhi_epu16(_mm256_mullo_epi16(a1, b1), m);
+        if (mode == XS_17) {
+            h0 = _mm256_add_epi16(h0, _mm256_mullo_epi16(_mm256_mulhi_epu16(a0, b0), m));
+            h1 = _mm256_add_epi16(h1, _mm256_mullo_epi16(_mm256_mulhi_epu16(a1, b1), m));
+        }
         v0 = _mm256_srl_epi16(h0, k);
         v1 = _mm256_srl_epi16(h1, k);
         if (nearest) {
@@ -1046,6 +1056,8 @@ static int64_t transform_scheme(const int16_t *acc_us, const int16_t *acc_them, 
             return p.nearest ? BODY(XS_SHIFT, 1) : BODY(XS_SHIFT, 0);
         if (p.mode == XS_16)
             return p.nearest ? BODY(XS_16, 1) : BODY(XS_16, 0);
+        if (p.mode == XS_17)
+            return p.nearest ? BODY(XS_17, 1) : BODY(XS_17, 0);
         return BODY(XS_32, 0);
 #  undef BODY
     }
