@@ -1,12 +1,14 @@
 """The C kernel's pass for Quantfish-format nets (``forward_scheme``) against numpy, record by record.
 
-The SIMD variants compute fc_0's input ``clamp(R(a * b), 0, x_hi)`` by one of three code paths, chosen from
-the record (a 16-bit one when ``ft_hi <= 255``, a 32-bit one when the product and its multiplier fit 32
-bits, plain C otherwise); fc_0 with inputs above 127 takes a widened path without VNNI, and fc_1 widens its
-weights to int16. The records below reach every path and its edges (the largest 16-bit multiplier, shifts
-past 16, a rounding bit in the top position, divisors and wrapping that force plain C), and each is checked
-on fc_0's input, the non-zero list (through fc_0's outputs) and the positional output, in every variant this
-CPU runs. The whole-net tests (tests/test_quant_engine.py) cover real schemes end to end.
+The SIMD variants compute fc_0's input ``clamp(R(a * b), 0, x_hi)`` by one of several code paths, chosen from
+the record (shifts alone in 16-bit lanes when ``ft_hi <= 256``, a multiplier in 16-bit lanes when
+``ft_hi <= 362``, 32-bit lanes when the product and its multiplier fit 32 bits, plain C otherwise); without
+VNNI, fc_0's non-zero groups holding an input above 127 take a widened path. The head runs in registers for
+records whose activation sites have divisor 1, no wrap and clamps up to 255 (int32 for shifts, 64-bit products
+for multipliers), in plain C otherwise. The records below reach every path and its edges (the largest 16-bit
+multiplier, shifts past 16, a rounding bit in the top position, divisors and wrapping that force plain C), and
+each is checked on fc_0's input, the non-zero list (through fc_0's outputs) and the positional output, in every
+variant this CPU runs. The whole-net tests (tests/test_quant_engine.py) cover real schemes end to end.
 """
 
 import zlib
@@ -295,7 +297,7 @@ HEAD_RECORDS = {
     "multiplier 2^32": HeadRecord(255, ((S_AC0, (40, R_NEAREST, [2 ** 32] * 15, None)),)),
     "ac_1 clamp 256": HeadRecord(255, ((S_AC1, (None, None, None, [256] * 32)),)),
     "limit 32768": HeadRecord(255, limit=[32768] * 16),
-    "divisor": HeadRecord(127, ((S_AC1, (None, None, None, None)),), limit=None, div=(S_AC1, 3)),
+    "divisor": HeadRecord(127, div=(S_AC1, 3)),
     "wrap": HeadRecord(127, wrap=S_AC0),
 }
 
@@ -342,7 +344,7 @@ def _edge_values(qs, rng):
 
 
 @pytest.mark.parametrize("name", list(HEAD_RECORDS))
-def test_head_of_shift_records_equals_the_numba_head(kf, base_records, name):
+def test_head_equals_the_numba_head_for_every_record(kf, base_records, name):
     """The head on fc_0 outputs chosen at every rounding and clamp edge (fc_0's weights zero, so its outputs
     are the biases), then on real sums; the C kernel's head (in registers, or the general one for the last
     records) must equal the Numba path's for every record."""
