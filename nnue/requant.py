@@ -133,8 +133,8 @@ def shift_add(q):
 @njit(cache=True, nogil=True, inline="always")
 def _x_shift_only(acc, dst, ft_hi, nearest, s):
     """dst[j] = (clamp(a[j]) * clamp(a[j + L1/2]) + half) >> s for a literal ``s`` and ``ft_hi`` <= 127 (half:
-    2**(s-1) when rounding to nearest, else 0), when
-    the record's clamp of x cannot bite and the result fits a byte (``transform_half_scheme`` checks). With
+    2**(s-1) when rounding to nearest, else 0), when the record's clamp of x cannot bite and the result fits a
+    byte (``transform_half_scheme`` checks). With
     the products' range known and the shift a constant, LLVM computes in 16-bit lanes as in the plain
     transform; a shift by a run-time amount keeps Numba's 64-bit lanes and made this loop ten times slower."""
     half = acc.shape[0] // 2

@@ -258,8 +258,8 @@ def test_power_of_two_divisors_pack_as_shifts():
 
 @dataclass(frozen=True)
 class HeadRecord:
-    """Changes to the activation sites of a base record: {site: (shift, rounding, mul, hi)} (None keeps the
-    field), and the square's limit."""
+    """Changes to a base record (Stockfish's arithmetic at resolution ``res``): per activation site
+    ``(site, (shift, rounding, mul, hi))`` (None keeps the field), the square's limits, a divisor, a wrap."""
     res: int
     sites: tuple = ()
     limit: object = None

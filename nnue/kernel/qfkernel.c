@@ -808,17 +808,17 @@ static void transform_scheme_scalar(const int16_t *acc, int64_t half, const int6
    bits; one vpmulld and a logical shift.
    XS_SHIFT: XS_16 without a multiplier (mul 1, 1 <= s <= 16: Stockfish's arithmetic and its 0..255 variant):
    floor is (a * b) >> s, nearest ((a * b) >> (s - 1) + 1) >> 1, one vpavgw, which cannot overflow. An FT clamp
-   of 256 (dfp's power of two) fits too: only 256 * 256 leaves 16 bits, and its lanes (a & b == 256) take the
-   value R(65536) (big256, kept below 32768 for the signed pack; x_hi is at most 255).
+   of 256 (dfp's power of two; XS_SHIFT256) fits too: only 256 * 256 leaves 16 bits, and its lanes
+   (a & b == 256) take the value R(65536) (big256, kept below 32768 for the signed pack; x_hi is at most 255).
    XS_17: XS_16 for FT clamps up to 362, whose products need 17 bits: with p = lo + 2^16 hb (lo = vpmullw,
    hb = vpmulhuw of a and b, 0 or 1), (p * mul') >> 16 is vpmulhuw(lo, mul') + hb * mul', below 2 * 32767. */
-enum { XS_SCALAR = 0, XS_16 = 1, XS_32 = 2, XS_SHIFT = 3, XS_17 = 4 };
+enum { XS_SCALAR = 0, XS_16 = 1, XS_32 = 2, XS_SHIFT = 3, XS_17 = 4, XS_SHIFT256 = 5 };
 
 typedef struct {
     int mode, nearest;
     int32_t ft_hi, x_hi;
     int32_t m16, k2;           /* XS_16; XS_SHIFT: k2 = s */
-    int32_t big256;            /* XS_SHIFT: R(256 * 256), at most 32767 */
+    int32_t big256;            /* XS_SHIFT256: R(256 * 256), at most 32767 */
     uint32_t m32, add32;       /* XS_32 */
     int32_t s32;
 } x_plan;
@@ -839,7 +839,7 @@ static x_plan plan_x(const int64_t *qs)
     p.x_hi = (int32_t)x_hi;
     if (ft_hi <= 256 && mul == 1 && s <= 16) {
         const int64_t big = (65536 + (p.nearest ? (int64_t)1 << (s - 1) : 0)) >> s;
-        p.mode = XS_SHIFT;
+        p.mode = ft_hi <= 255 ? XS_SHIFT : XS_SHIFT256;
         p.k2 = (int32_t)s;
         p.big256 = (int32_t)(big > 32767 ? 32767 : big);
         return p;
@@ -886,7 +886,7 @@ QF_INLINE vec_t transform_block(const int16_t *a, const int16_t *b, const x_plan
     const __m512i a0 = CL(a), a1 = CL(a + 32), b0 = CL(b), b1 = CL(b + 32);
 #    undef CL
     __m512i v0, v1;
-    if (mode == XS_SHIFT) {
+    if (mode == XS_SHIFT || mode == XS_SHIFT256) {
         const __m512i p0 = _mm512_mullo_epi16(a0, b0), p1 = _mm512_mullo_epi16(a1, b1);
         if (nearest) {
             const __m128i k1 = _mm_cvtsi32_si128(p->k2 - 1);
@@ -897,9 +897,11 @@ QF_INLINE vec_t transform_block(const int16_t *a, const int16_t *b, const x_plan
             v0 = _mm512_srl_epi16(p0, k);
             v1 = _mm512_srl_epi16(p1, k);
         }
-        const __m512i b256 = _mm512_set1_epi16(256), big = _mm512_set1_epi16((int16_t)p->big256);
-        v0 = _mm512_mask_mov_epi16(v0, _mm512_cmpeq_epi16_mask(_mm512_and_si512(a0, b0), b256), big);
-        v1 = _mm512_mask_mov_epi16(v1, _mm512_cmpeq_epi16_mask(_mm512_and_si512(a1, b1), b256), big);
+        if (mode == XS_SHIFT256) {
+            const __m512i b256 = _mm512_set1_epi16(256), big = _mm512_set1_epi16((int16_t)p->big256);
+            v0 = _mm512_mask_mov_epi16(v0, _mm512_cmpeq_epi16_mask(_mm512_and_si512(a0, b0), b256), big);
+            v1 = _mm512_mask_mov_epi16(v1, _mm512_cmpeq_epi16_mask(_mm512_and_si512(a1, b1), b256), big);
+        }
     } else if (mode == XS_16 || mode == XS_17) {
         const __m512i m = _mm512_set1_epi16((int16_t)p->m16);
         const __m128i k = _mm_cvtsi32_si128(p->k2), k1 = _mm_cvtsi32_si128(p->k2 - 1);
@@ -937,7 +939,7 @@ QF_INLINE vec_t transform_block(const int16_t *a, const int16_t *b, const x_plan
     const __m256i a0 = CL(a), a1 = CL(a + 16), b0 = CL(b), b1 = CL(b + 16);
 #    undef CL
     __m256i v0, v1;
-    if (mode == XS_SHIFT) {
+    if (mode == XS_SHIFT || mode == XS_SHIFT256) {
         const __m256i p0 = _mm256_mullo_epi16(a0, b0), p1 = _mm256_mullo_epi16(a1, b1);
         if (nearest) {
             const __m128i k1 = _mm_cvtsi32_si128(p->k2 - 1);
@@ -948,9 +950,11 @@ QF_INLINE vec_t transform_block(const int16_t *a, const int16_t *b, const x_plan
             v0 = _mm256_srl_epi16(p0, k);
             v1 = _mm256_srl_epi16(p1, k);
         }
-        const __m256i b256 = _mm256_set1_epi16(256), big = _mm256_set1_epi16((int16_t)p->big256);
-        v0 = _mm256_blendv_epi8(v0, big, _mm256_cmpeq_epi16(_mm256_and_si256(a0, b0), b256));
-        v1 = _mm256_blendv_epi8(v1, big, _mm256_cmpeq_epi16(_mm256_and_si256(a1, b1), b256));
+        if (mode == XS_SHIFT256) {
+            const __m256i b256 = _mm256_set1_epi16(256), big = _mm256_set1_epi16((int16_t)p->big256);
+            v0 = _mm256_blendv_epi8(v0, big, _mm256_cmpeq_epi16(_mm256_and_si256(a0, b0), b256));
+            v1 = _mm256_blendv_epi8(v1, big, _mm256_cmpeq_epi16(_mm256_and_si256(a1, b1), b256));
+        }
     } else if (mode == XS_16 || mode == XS_17) {
         const __m256i m = _mm256_set1_epi16((int16_t)p->m16);
         const __m128i k = _mm_cvtsi32_si128(p->k2), k1 = _mm_cvtsi32_si128(p->k2 - 1);
@@ -1054,6 +1058,8 @@ static int64_t transform_scheme(const int16_t *acc_us, const int16_t *acc_them, 
                                                                 0, NULL, NULL))
         if (p.mode == XS_SHIFT)
             return p.nearest ? BODY(XS_SHIFT, 1) : BODY(XS_SHIFT, 0);
+        if (p.mode == XS_SHIFT256)
+            return p.nearest ? BODY(XS_SHIFT256, 1) : BODY(XS_SHIFT256, 0);
         if (p.mode == XS_16)
             return p.nearest ? BODY(XS_16, 1) : BODY(XS_16, 0);
         if (p.mode == XS_17)
@@ -1143,7 +1149,7 @@ QF_INLINE int site_muls(const int64_t *q, const int n)
     return (big & ~(uint64_t)INT32_MAX) ? -1 : 1;
 }
 
-static int head_shift_plan(const int64_t *qs)
+static int lean_head_plan(const int64_t *qs)
 {
     const int64_t *qsq = QF_ROW(qs, QF_S_SQR), *q0 = QF_ROW(qs, QF_S_AC0), *q1 = QF_ROW(qs, QF_S_AC1);
     uint64_t hi_in = 0, hi_out = 0, lim = 0;
@@ -1169,12 +1175,12 @@ static int head_shift_plan(const int64_t *qs)
         return 0;
 #if !defined(QF_USE_AVX2) && !defined(QF_USE_AVX512)
     if (plan)
-        return 0;        /* the scalar variant's head_shift has no 64-bit sites: the general head is as good */
+        return 0;        /* the scalar variant's lean_head has no 64-bit sites: the general head is as good */
 #endif
     return plan | ((hi_in & ~(uint64_t)127) ? HEAD_FC1_WIDE : 1);
 }
 
-/* v[o] = R(v[o]) for a shift s and a rounding (floor, or nearest when `nearest`); see head_shift_plan. */
+/* v[o] = R(v[o]) for a shift s and a rounding (floor, or nearest when `nearest`); see lean_head_plan. */
 #define SHIFT_ROWS(v, n, s, nearest)                                                                         \
     do {                                                                                                   \
         if ((s) > 0 && (nearest)) {                                                                        \
@@ -1187,20 +1193,41 @@ static int head_shift_plan(const int64_t *qs)
     } while (0)
 
 /* fc_1 on 32 byte inputs, z[o] = b1[o] + sum_i w1[o][i] * in[i] (int32, wrapping): vpmaddubsw when every input
-   is <= 127 or with VNNI (plan 1), the weights widened to int16 otherwise (plan 2). */
+   is <= 127 (plan without HEAD_FC1_WIDE) or vpdpbusd with VNNI, each byte split in two exact halves otherwise. */
 QF_INLINE void fc1_bytes(const int8_t *w1g, const int32_t *b1, const uint8_t *in, int plan, int32_t *z)
 {
 #if defined(QF_USE_AVX2) || defined(QF_USE_AVX512)
-#  if defined(QF_USE_VNNI)
-    (void)plan;
-    if (1) {
-#  else
-    if (!(plan & HEAD_FC1_WIDE)) {
-#  endif
-        __m256i acc[4];
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256i acc[4], accb[4];
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; q++)
+        acc[q] = accb[q] = _mm256_setzero_si256();
+#  if !defined(QF_USE_VNNI)
+    if (plan & HEAD_FC1_WIDE) {
+        /* inputs up to 255: x = r + 128 b (r = x & 127, b = x >> 7), both exact through vpmaddubsw; the b parts,
+           at most 2 * 128 a pair, are summed over the 8 groups in int16 (2048 at most) and scaled once */
+        const __m256i low7 = _mm256_set1_epi8(0x7F), one8 = _mm256_set1_epi8(1);
+#pragma GCC unroll 8
+        for (int g = 0; g < QF_FC1_IN / 4; g++) {
+            const __m256i xv = _mm256_set1_epi32(load_i32(in + 4 * g));
+            const __m256i rv = _mm256_and_si256(xv, low7), bv = _mm256_and_si256(_mm256_srli_epi16(xv, 7), one8);
+#pragma GCC unroll 4
+            for (int q = 0; q < 4; q++) {
+                const __m256i wv = _mm256_loadu_si256((const __m256i *)(w1g + W1G_GROUP * g + 32 * q));
+                acc[q] = _mm256_add_epi32(acc[q], _mm256_madd_epi16(_mm256_maddubs_epi16(rv, wv), ones));
+                accb[q] = _mm256_add_epi16(accb[q], _mm256_maddubs_epi16(bv, wv));
+            }
+        }
 #pragma GCC unroll 4
         for (int q = 0; q < 4; q++)
-            acc[q] = _mm256_setzero_si256();
+            acc[q] = _mm256_add_epi32(acc[q], _mm256_madd_epi16(accb[q], _mm256_set1_epi16(128)));
+    } else
+#  else
+    (void)plan;
+    (void)accb;
+    (void)ones;
+#  endif
+    {
 #pragma GCC unroll 8
         for (int g = 0; g < QF_FC1_IN / 4; g++) {
             const __m256i xv = _mm256_set1_epi32(load_i32(in + 4 * g));
@@ -1210,56 +1237,28 @@ QF_INLINE void fc1_bytes(const int8_t *w1g, const int32_t *b1, const uint8_t *in
 #  if defined(QF_USE_VNNI)
                 acc[q] = _mm256_dpbusd_epi32(acc[q], xv, wv);
 #  else
-                acc[q] = _mm256_add_epi32(acc[q], _mm256_madd_epi16(_mm256_maddubs_epi16(xv, wv),
-                                                                    _mm256_set1_epi16(1)));
+                acc[q] = _mm256_add_epi32(acc[q], _mm256_madd_epi16(_mm256_maddubs_epi16(xv, wv), ones));
 #  endif
             }
-        }
-#pragma GCC unroll 4
-        for (int q = 0; q < 4; q++)
-            _mm256_storeu_si256((__m256i *)(z + 8 * q),
-                                _mm256_add_epi32(acc[q], _mm256_loadu_si256((const __m256i *)(b1 + 8 * q))));
-        return;
-    }
-#  if !defined(QF_USE_VNNI)
-    /* inputs up to 255: x = r + 128 b (r = x & 127, b = x >> 7), both exact through vpmaddubsw; the b parts,
-       at most 2 * 128 a pair, are summed over the 8 groups in int16 (2048 at most) and scaled once */
-    __m256i acc[4], accb[4];
-#pragma GCC unroll 4
-    for (int q = 0; q < 4; q++)
-        acc[q] = accb[q] = _mm256_setzero_si256();
-    const __m256i low7 = _mm256_set1_epi8(0x7F), one8 = _mm256_set1_epi8(1), ones = _mm256_set1_epi16(1);
-#pragma GCC unroll 8
-    for (int g = 0; g < QF_FC1_IN / 4; g++) {
-        const __m256i xv = _mm256_set1_epi32(load_i32(in + 4 * g));
-        const __m256i rv = _mm256_and_si256(xv, low7), bv = _mm256_and_si256(_mm256_srli_epi16(xv, 7), one8);
-#pragma GCC unroll 4
-        for (int q = 0; q < 4; q++) {
-            const __m256i wv = _mm256_loadu_si256((const __m256i *)(w1g + W1G_GROUP * g + 32 * q));
-            acc[q] = _mm256_add_epi32(acc[q], _mm256_madd_epi16(_mm256_maddubs_epi16(rv, wv), ones));
-            accb[q] = _mm256_add_epi16(accb[q], _mm256_maddubs_epi16(bv, wv));
         }
     }
 #pragma GCC unroll 4
     for (int q = 0; q < 4; q++)
         _mm256_storeu_si256((__m256i *)(z + 8 * q),
-                            _mm256_add_epi32(_mm256_add_epi32(acc[q], _mm256_madd_epi16(accb[q], _mm256_set1_epi16(128))),
-                                             _mm256_loadu_si256((const __m256i *)(b1 + 8 * q))));
-    return;
-#  endif
+                            _mm256_add_epi32(acc[q], _mm256_loadu_si256((const __m256i *)(b1 + 8 * q))));
 #else
     (void)plan;
+    for (int o = 0; o < QF_FC1_OUT; o++) {
+        uint32_t sum = (uint32_t)b1[o];
+        for (int g = 0; g < QF_FC1_IN / 4; g++)
+            for (int k = 0; k < 4; k++)
+                sum += (uint32_t)((int32_t)w1g[W1G_GROUP * g + 4 * o + k] * in[4 * g + k]);
+        z[o] = (int32_t)sum;
+    }
 #endif
-    int32_t in32[QF_FC1_IN];
-    int64_t z64[QF_FC1_OUT];
-    for (int i = 0; i < QF_FC1_IN; i++)
-        in32[i] = in[i];
-    fc1_scheme(w1g, b1, in32, z64);
-    for (int o = 0; o < QF_FC1_OUT; o++)
-        z[o] = (int32_t)z64[o];
 }
 
-/* The head of a shift record (head_shift_plan's plan 1 or 2), equal to forward_scheme's general head. The SIMD
+/* The head of a record lean_head_plan accepts, equal to forward_scheme's general head. The SIMD
    variants build fc_1's 32 input bytes in registers and store them whole (as head_impl does), so that fc_1's
    4-byte loads are forwarded from those stores. */
 #if defined(QF_USE_AVX2) || defined(QF_USE_AVX512)
@@ -1304,7 +1303,7 @@ QF_INLINE __m256i shift_round8(__m256i v, const int64_t *q)
     return _mm256_sra_epi32(v, _mm_cvtsi32_si128(s));
 }
 
-static int64_t head_shift(const int32_t *z0, const int64_t *qs, int plan, const int8_t *w1g, const int32_t *b1,
+static int64_t lean_head(const int32_t *z0, const int64_t *qs, int plan, const int8_t *w1g, const int32_t *b1,
                           const int8_t *w2, int64_t b2)
 {
     const int64_t *qsq = QF_ROW(qs, QF_S_SQR), *qlim = QF_ROW(qs, QF_S_SQR_LIMIT), *q0 = QF_ROW(qs, QF_S_AC0),
@@ -1350,7 +1349,7 @@ static int64_t head_shift(const int32_t *z0, const int64_t *qs, int plan, const 
     return requant_row(b2 + fc2, QF_ROW(qs, QF_S_OUT), 0) + requant_row(z0[QF_FC0_OUT - 1], QF_ROW(qs, QF_S_SKIP), 0);
 }
 #else
-static int64_t head_shift(const int32_t *z0, const int64_t *qs, int plan, const int8_t *w1g, const int32_t *b1,
+static int64_t lean_head(const int32_t *z0, const int64_t *qs, int plan, const int8_t *w1g, const int32_t *b1,
                           const int8_t *w2, int64_t b2)
 {
     const int64_t *qsq = QF_ROW(qs, QF_S_SQR), *qlim = QF_ROW(qs, QF_S_SQR_LIMIT), *q0 = QF_ROW(qs, QF_S_AC0),
@@ -1435,9 +1434,9 @@ QF_API int64_t QF(forward_scheme)(const int16_t *acc_us, const int16_t *acc_them
 #endif
     for (int o = 0; o < QF_FC0_OUT; o++)
         fc0_out[o] = z0[o];
-    const int plan = head_shift_plan(qs);
+    const int plan = lean_head_plan(qs);
     if (plan)
-        return head_shift(z0, qs, plan, w1g, b1, w2, b2);
+        return lean_head(z0, qs, plan, w1g, b1, w2, b2);
 
     /* SqrClippedReLU and ClippedReLU of z0[0..14] */
     const int64_t *qsq = QF_ROW(qs, QF_S_SQR), *lim = QF_ROW(qs, QF_S_SQR_LIMIT) + QF_SCHEME_Q_HI,
