@@ -22,9 +22,10 @@ from engine.bitops import U0, bit, lsb, pop_lsb, popcount
 from engine.intrinsics import borrowed, prefetch, state_ref
 from engine.movegen import checkers, generate_legal, generate_tactical
 from engine.movegen import gives_check as gives_check_move
-from engine.position import (MOVE_CASTLE, MOVE_EP, MOVE_NULL, ST_CASTLE, ST_KEY, ST_KSQ, ST_PLY_FROM_NULL, ST_RULE50,
-                             ST_SIDE, make_move, make_null_move)
+from engine.position import (MOVE_CASTLE, MOVE_EP, MOVE_NULL, ST_CASTLE, ST_EP, ST_KEY, ST_KSQ, ST_PLY_FROM_NULL,
+                             ST_RULE50, ST_SIDE, make_move, make_null_move)
 from engine.state import MAX_PLY
+from engine.tables import OFF_ZEP, OFF_ZPIECE, OFF_ZSIDE
 from engine.tbprobe import TB_FAIL, probe_wdl
 from nnue.ceval import evaluate_c
 from nnue.evaluate import evaluate_pair_counts, finish_bb, finish_bb_gen, material_17_bb
@@ -504,7 +505,33 @@ def _count_double_ext(S, ply, doubled):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _enter_child(S, ply, m, nd):
+def _child_key_guess(T, board, st, m):
+    """The key after ``m`` as a plain move or capture makes it: the side, the piece's two squares, the captured
+    piece and the old en passant file. Exact for most moves; castling, promotions, en passant, a new en passant
+    square or lost castling rights make it wrong, which only wastes the prefetch it is for."""
+    frm = m & 63
+    to = (m >> 6) & 63
+    pc = board[frm]
+    key = np.int64(st[ST_KEY]) ^ np.int64(T[OFF_ZSIDE]) ^ np.int64(T[OFF_ZPIECE + pc * 64 + frm]) ^ \
+        np.int64(T[OFF_ZPIECE + pc * 64 + to])
+    cap = board[to]
+    if cap != 0:
+        key ^= np.int64(T[OFF_ZPIECE + cap * 64 + to])
+    if st[ST_EP] != 64:
+        key ^= np.int64(T[OFF_ZEP + (st[ST_EP] & 7)])
+    return key
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _prefetch_child(S, key):
+    """The child's TT bucket and evaluation-cache entry asked for (``key`` as the child's ``ST_KEY``)."""
+    tt = S.tt
+    prefetch(tt.ctypes.data + tt_bucket(tt, key) * 8)
+    _prefetch_eval(S, key)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _enter_child(S, ply, m, nd, guessed_key):
     """Bookkeeping of a move (``MOVE_NULL`` for a null move) made from ``ply``: the child's accumulators of both
     nets are not computed yet (``nd`` pieces changed), its key joins the repetition history, and the child's
     TT bucket and evaluation-cache entry are prefetched (as Stockfish prefetches its TT entry in do_move).
@@ -523,24 +550,25 @@ def _enter_child(S, ply, m, nd):
     key = S.sts[ply + 1][ST_KEY]
     S.keys[S.ctl[0].root_index + ply + 1] = np.uint64(key)
     S.cur_move[ply] = m
-    tt = S.tt
-    prefetch(tt.ctypes.data + tt_bucket(tt, key) * 8)
-    _prefetch_eval(S, key)
+    if key != guessed_key:
+        _prefetch_child(S, key)
 
 
 @njit(cache=True, nogil=True, inline="always")
 def _do_move(T, S, ply, m):
     bbs, boards, sts = S.bbs, S.boards, S.sts
+    guess = _child_key_guess(T, boards[ply], sts[ply], m)
+    _prefetch_child(S, guess)
     nd = make_move(T, bbs[ply], boards[ply], sts[ply], bbs[ply + 1], boards[ply + 1], sts[ply + 1], m,
                    S.nn[3][ply + 1])
-    _enter_child(S, ply, m, nd)
+    _enter_child(S, ply, m, nd, guess)
 
 
 @njit(cache=True, nogil=True, inline="always")
 def _do_null_move(T, S, ply):
     bbs, boards, sts = S.bbs, S.boards, S.sts
     make_null_move(T, bbs[ply], boards[ply], sts[ply], bbs[ply + 1], boards[ply + 1], sts[ply + 1])
-    _enter_child(S, ply, MOVE_NULL, 0)
+    _enter_child(S, ply, MOVE_NULL, 0, 0)
     _count_double_ext(S, ply, 0)
 
 
