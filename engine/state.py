@@ -23,6 +23,7 @@ import numpy as np
 from engine.movegen import MAX_MOVES
 from engine.position import ST_SIZE
 from engine.tbprobe import new_scratch
+from nnue.largepages import aligned_zeros
 
 MAX_PLY = 120                 # deepest ply the search reaches (then it returns the static evaluation)
 STACK = MAX_PLY + 8           # rows of every per-ply array
@@ -30,7 +31,9 @@ HISTORY_KEYS = 1024           # game positions before the root kept for repetiti
 TTE_SIZE = 6                  # a probed TT entry: (move, score, eval, depth, bound, PV flag)
 LMR_SIZE = 64                 # the reduction table is [depth][move number], both capped at 63
 CONT_KEYS = 16 * 64           # continuation-history keys: moved piece (0..15) * 64 + to-square
-EVAL_CACHE_ENTRIES = 1 << 18  # the net's outputs of this many positions (4 MB a thread), engine.search.static_eval
+# The net's outputs of this many positions (4 MB a thread, on huge pages: its entry is prefetched at every move
+# and read at random), engine.search.static_eval.
+EVAL_CACHE_ENTRIES = 1 << 18
 
 # The search's counters and flags, shared with the Python driver (which sets the limits and the stop flag).
 CONTROL = np.dtype([
@@ -135,4 +138,4 @@ def new_state(tt, ctl, nn, net, kf, small_net, small_computed, clock, cx, tb) ->
         quiets=np.zeros((STACK, 64), np.int32),
         captures=np.zeros((STACK, 32), np.int32), lmr=lmr_table(), kf=kf,
         small_net=small_net, small_computed=small_computed, clock=clock, cx=cx, tb=tb, tb_scratch=new_scratch(),
-        eval_cache=np.zeros((EVAL_CACHE_ENTRIES, 2), np.int64))
+        eval_cache=aligned_zeros((EVAL_CACHE_ENTRIES, 2), np.int64, 64))
