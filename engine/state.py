@@ -129,7 +129,7 @@ def new_state(tt, ctl, nn, net, kf, small_net, small_computed, clock, cx, tb) ->
         keys=np.zeros(HISTORY_KEYS + STACK, np.uint64), tt=tt,
         pv_len=np.zeros(STACK, np.int64), pv=np.zeros((STACK, STACK), np.int32),
         killers=np.zeros((STACK, 2), np.int32), history=np.zeros((2, 4096), np.int16),
-        cont_history=np.zeros((CONT_KEYS, CONT_KEYS), np.int16),
+        cont_history=aligned_zeros((CONT_KEYS, CONT_KEYS), np.int16, 64),
         capture_history=np.zeros((CONT_KEYS, 8), np.int16),
         counters=np.zeros(16 * 64, np.int32), cur_move=np.zeros(STACK, np.int32),
         excluded=np.zeros(STACK, np.int32), double_ext=np.zeros(STACK, np.int32),
