@@ -51,3 +51,16 @@ def test_huge_pages_are_used_when_the_system_offers_them():
     buf[::4096] = 1                       # touch every 4 KB page
     # The kernel may be short of free 2 MB blocks, so ask for some, not all, of the 32 MB.
     assert _anon_huge_kb() - before >= 4 * 1024
+
+
+def test_the_search_tables_read_at_random_start_on_huge_pages(nnue_net):
+    """The evaluation cache and the continuation histories are read at random addresses every node (the cache
+    entry prefetched at each move): on 4 KB pages nearly each read also missed the TLB."""
+    from engine.searcher import Searcher
+    if not isinstance(largepages.zeros(largepages.MIN_BYTES, 64).base.base, memoryview):
+        pytest.skip("no anonymous mmap here: the heap fallback was used")
+    S = Searcher(nnue_net, 16).S
+    for name in ("eval_cache", "cont_history", "tt"):
+        table = getattr(S, name)
+        assert table.nbytes >= largepages.MIN_BYTES, name
+        assert table.ctypes.data % largepages.HUGE_PAGE == 0, f"{name} is not on a huge-page boundary"
