@@ -534,13 +534,14 @@ def _prefetch_child(S, key):
 def _enter_child(S, ply, m, nd, guessed_key):
     """Bookkeeping of a move (``MOVE_NULL`` for a null move) made from ``ply``: the child's accumulators of both
     nets are not computed yet (``nd`` pieces changed), its key joins the repetition history, and the child's
-    TT bucket and evaluation-cache entry are prefetched (as Stockfish prefetches its TT entry in do_move).
+    TT bucket and evaluation-cache entry are prefetched (as Stockfish prefetches its TT entry in do_move) unless
+    ``guessed_key`` (``_do_move``'s guess, asked for before the move was made; 0 for none) was the key.
 
     The TT probe's first load was the search's costliest instruction (a quarter of ``search``'s own samples
     under ``perf``, a miss to memory). Prefetched here, seven alternating runs of ``quantfish bench`` on Zen 3
-    gave a median of 698k against 654k nodes/s (paired ratios 0.96 to 1.13, median 1.08). An earlier
-    measurement of this prefetch, medians of 6 on the same kind of machine, had it 3.6% slower: within what
-    that machine's drift allows."""
+    gave a median of 698k against 654k nodes/s (paired ratios 0.96 to 1.13, median 1.08). Asked for before
+    ``make_move`` as well, from the guess, the probe's load still led ``search``'s samples but with 45% of
+    them; four builds searching the bench positions in turn (14 rounds) put that step at 1.03."""
     nn = S.nn
     nn[4][ply + 1] = nd
     nn[2][ply + 1, 0] = 0
