@@ -1,10 +1,10 @@
 """Attack lookups over the table array ``T``."""
 import numpy as np
-from numba import njit
 
 from engine.bitops import U0
 from engine.tables import (OFF_BMAGIC, OFF_BMASK, OFF_BOFF, OFF_BSHIFT, OFF_KING, OFF_KNIGHT, OFF_PAWN,
                            OFF_RMAGIC, OFF_RMASK, OFF_ROFF, OFF_RSHIFT)
+from nnue.jit import njit
 
 
 @njit(cache=True, nogil=True, inline="always")

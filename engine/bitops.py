@@ -4,9 +4,11 @@ Numba promotes uint64 mixed with int64 to float64, so every constant used agains
 bitboard is a uint64 scalar from this module.
 """
 import numpy as np
-from numba import njit, types
+from numba import types
 from numba.extending import intrinsic
 from numba.cpython.unsafe.numbers import trailing_zeros
+
+from nnue.jit import njit
 
 U0 = np.uint64(0)
 U1 = np.uint64(1)

@@ -1,6 +1,5 @@
 """Legal move generation with pins and check masks, so no move needs a trial make."""
 import numpy as np
-from numba import njit
 
 from engine.attacks import (attackers_by, bishop_attacks, is_attacked, king_attacks, knight_attacks,
                             pawn_attacks, rook_attacks)
@@ -8,6 +7,7 @@ from engine.bitops import ALL, U0, U1, bit, lsb, pop_lsb, popcount
 from engine.position import (MOVE_CASTLE, MOVE_EP, ST_CASTLE, ST_EP, ST_KSQ, ST_ROOKSQ, ST_SIDE,
                              castle_targets)
 from engine.tables import OFF_BETWEEN, OFF_LINE
+from nnue.jit import njit
 
 MAX_MOVES = 256
 

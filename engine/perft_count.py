@@ -4,11 +4,11 @@ The last ply is bulk-counted: ``count_legal`` counts the moves without making or
 works on owner-less views with reference counting off, as the search does (``engine.intrinsics``): an atomic
 count change per array per call cost more than the move generation."""
 import numpy as np
-from numba import njit
 
 from engine.intrinsics import borrowed
 from engine.movegen import MAX_MOVES, count_legal, generate_legal
 from engine.position import ST_SIZE, make_move
+from nnue.jit import njit
 
 
 @njit(cache=True, nogil=True, _nrt=False)

@@ -6,11 +6,11 @@ The search keeps one row of each per ply and makes a move by copying the parent 
 changing it, so there is no unmake to get wrong.
 """
 import numpy as np
-from numba import njit
 
 from engine.bitops import U0, U1, bit
 from engine.tables import OFF_ZCASTLE, OFF_ZEP, OFF_ZPIECE, OFF_ZSIDE
 from engine.attacks import pawn_attacks
+from nnue.jit import njit
 
 ST_SIDE = 0
 ST_CASTLE = 1        # rights mask: 1 white king side, 2 white queen side, 4 black king side, 8 black queen side

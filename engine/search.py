@@ -15,7 +15,6 @@ would release a reference it never got (the only array-returning function, ``nnu
 owner-less views).
 """
 import numpy as np
-from numba import njit
 
 from engine.attacks import attackers_by, bishop_attacks, rook_attacks
 from engine.bitops import U0, bit, lsb, pop_lsb, popcount
@@ -30,6 +29,7 @@ from engine.tbprobe import TB_FAIL, probe_wdl
 from nnue.ceval import evaluate_c
 from nnue.evaluate import evaluate_pair_counts, finish_bb, finish_bb_gen, material_17_bb
 from nnue.inference import bucket_of
+from nnue.jit import njit
 from nnue.netdir import unpack as unpack_net
 from nnue.stack import net_output, net_output_scheme
 

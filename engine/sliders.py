@@ -3,9 +3,9 @@
 Used at start-up by ``engine.tables`` and offline by ``engine.tools.magic_search``; too slow for the search.
 """
 import numpy as np
-from numba import njit
 
 from engine.bitops import U0, U1, popcount
+from nnue.jit import njit
 
 ROOK_DIRS = np.array([[1, 0], [-1, 0], [0, 1], [0, -1]], dtype=np.int64)
 BISHOP_DIRS = np.array([[1, 1], [1, -1], [-1, 1], [-1, -1]], dtype=np.int64)

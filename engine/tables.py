@@ -4,11 +4,11 @@ Compiled functions take ``T`` as an argument (Numba freezes global arrays into t
 cannot cache them); the offsets below are plain ints, which Numba folds in as constants.
 """
 import numpy as np
-from numba import njit
 
 from engine.bitops import U0, U1, popcount
 from engine.sliders import BISHOP_DIRS, ROOK_DIRS, relevant_mask, slide_attacks, subsets
 from engine.magics import BISHOP_MAGICS, ROOK_MAGICS
+from nnue.jit import njit
 
 OFF_KNIGHT = 0
 OFF_KING = 64

@@ -18,12 +18,12 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
 
 from engine.bitops import U0, lsb, pop_lsb, popcount
 from engine.intrinsics import peek_u8
 from engine.movegen import generate_legal
 from engine.position import MOVE_CASTLE, MOVE_EP, ST_EP, ST_SIDE, make_move
+from nnue.jit import njit
 
 TB_FAIL = 99
 TB_PIECES = 7               # the most pieces a Syzygy table holds; ``TbScratch`` positions have room for them

@@ -33,11 +33,11 @@ accumulators are then brought up to date only when that net is evaluated (``eval
 """
 
 import numpy as np
-from numba import njit
 
 # The move record (``dirty`` rows, see above) is stated in nnue.architecture, which the C kernel shares too.
 from nnue.architecture import MAX_DIRTY, NO_SQ  # noqa: F401  (ckernel and pychess_bridge import them here)
 from nnue.features import feature_index, king_bucket_offset, orient, piece_plane
+from nnue.jit import njit
 
 
 def make_stack(l1: int, max_ply: int, psqt_buckets: int = 8):

@@ -14,9 +14,9 @@ record the context lists; a 17.1 pair takes ``nnue.stack`` as before. The result
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from nnue.architecture import EVAL_CONTEXT_FIELDS, SCHEME_ROW, SCHEME_SITES
+from nnue.jit import njit
 
 CX_SIZE = len(EVAL_CONTEXT_FIELDS)
 

@@ -66,7 +66,6 @@ from pathlib import Path
 from typing import NamedTuple, Optional
 
 import numpy as np
-from numba import njit
 
 from nnue import kernelfiles, largepages
 from nnue.accumulator import MAX_DIRTY, NO_SQ
@@ -76,6 +75,7 @@ from nnue.architecture import (
 from nnue.features import active_features, king_bucket_offset, orient, piece_plane
 from nnue.inference import WORK_SIZE
 from nnue.intmath import tdiv
+from nnue.jit import njit
 from nnue.netfile import CACHE_LINE, NET_ARRAYS_SPEC, P_FT_SHIFT
 from nnue.rawview import ArraySpec, check_arrays, word64
 from nnue.requant import psqt_scheme

@@ -46,13 +46,13 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
 
 from nnue.accumulator import make_stack
 from nnue.architecture import GEN_SF15_1, OUTPUT_SCALE
 from nnue.inference import bucket_of, forward_all, forward_any, make_scratch
 from nnue.intmath import popcount64 as popcount
 from nnue.intmath import tdiv, wrap32
+from nnue.jit import njit
 from nnue.netfile import P_GENERATION, P_SCHEME
 from nnue.requant import raw_scheme
 from nnue.stack import net_output, refresh_ply

@@ -6,9 +6,8 @@ horizontally when P's king is on files a-d, so the king always sits on files e-h
 Piece codes are the mailbox codes of ``engine.types`` (colour * 8 + type).
 """
 
-from numba import njit
-
 from nnue.architecture import KING_PLANE, PS_NB
+from nnue.jit import njit
 
 
 @njit(cache=True, nogil=True)

@@ -15,13 +15,13 @@ No function here allocates: the caller passes a scratch tuple from ``make_scratc
 """
 
 import numpy as np
-from numba import njit
 
 from nnue.architecture import (
     ACT_MAX, FC0_OUT, FC1_IN_PADDED, FC1_OUT, FT_ACT_MAX, FT_PRODUCT_SHIFT, N_HIDDEN, PIECES_PER_STACK, SKIP_DIV,
     SKIP_MUL, SQR_SHIFT, WEIGHT_SCALE_BITS, padded,
 )
 from nnue.intmath import tdiv, wrap32
+from nnue.jit import njit
 from nnue.netfile import P_FT_SHIFT, P_SCHEME
 from nnue.requant import head_scheme, psqt_scheme, transform_half_scheme
 

@@ -1,7 +1,8 @@
 """C-style integer helpers: Stockfish divides with truncation toward zero, Python's ``//`` floors."""
 
 import numpy as np
-from numba import njit
+
+from nnue.jit import njit
 
 
 @njit(cache=True, nogil=True)

@@ -5,7 +5,8 @@ nets load through the same reader.
 """
 
 import numpy as np
-from numba import njit
+
+from nnue.jit import njit
 
 
 # Status codes of ``decode_checked``.

@@ -20,9 +20,9 @@ unmoved and C-contiguous while the directory is used: ``engine.searcher`` keeps 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from nnue.ckernel import CNET_SPEC
+from nnue.jit import njit
 from nnue.netfile import NET_ARRAYS_SPEC
 from nnue.rawview import ArraySpec, views
 

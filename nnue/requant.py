@@ -17,13 +17,13 @@ stack so one stack's slice holds all a bucket needs. ``S_SQR_LIMIT`` uses only `
 """
 
 import numpy as np
-from numba import njit
 
 from nnue.architecture import (
     FC0_OUT, FC1_OUT, N_HIDDEN, SCHEME_Q_DIV, SCHEME_Q_HI, SCHEME_Q_MUL, SCHEME_Q_ROUND, SCHEME_Q_SHIFT,
     SCHEME_Q_WRAP, SCHEME_ROUNDINGS, SCHEME_ROW, SCHEME_SITES,
 )
 from nnue.intmath import tdiv, wrap32
+from nnue.jit import njit
 
 # Sites (second axis) and fields (third axis): the layout is nnue.architecture's (the C kernel reads it too).
 S_FT, S_X, S_PSQT, S_FINAL, S_SQR, S_SQR_LIMIT, S_AC0, S_AC1, S_SKIP, S_OUT = (

@@ -19,12 +19,12 @@ net (``params[P_SCHEME]``) takes ``net_output_scheme``: the same accumulators (i
 then its scheme's forward pass on either path (``inference.forward_scheme``, ``ckernel.forward_scheme_c``).
 The search chooses between the two by a flag of its own; ``net_output_any`` chooses by the net.
 """
-from numba import njit
 
 from nnue.accumulator import refresh, update
 from nnue.ckernel import forward_c, forward_scheme_c, refresh_c, refresh_cached, refresh_cached_c, update_c
 from nnue.features import king_square
 from nnue.inference import forward, forward_scheme
+from nnue.jit import njit
 from nnue.netfile import P_SCHEME
 
 

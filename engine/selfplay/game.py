@@ -27,13 +27,13 @@ checkmate, stalemate, the 50-move rule, threefold repetition, insufficient mater
 ``max_plies`` (adjudicated a draw).
 """
 import numpy as np
-from numba import njit
 
 from engine.bitops import U0
 from engine.movegen import MAX_MOVES, checkers, generate_legal
 from engine.position import (MOVE_CASTLE, MOVE_EP, ST_CASTLE, ST_EP, ST_FULLMOVE, ST_KEY, ST_RULE50, ST_SIDE,
                              make_move)
 from engine.search import INF, MATE_IN_MAX, insufficient_material, search_root
+from nnue.jit import njit
 from nnue.train.codec import RESULT_AT, STM_AT, pack_record
 from nnue.units import PAWN_VALUE_NORMALIZE
 

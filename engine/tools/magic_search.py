@@ -6,10 +6,10 @@ reads the stored numbers. Kept so the constants are reproducible rather than pas
 from pathlib import Path
 
 import numpy as np
-from numba import njit
 
 from engine.bitops import popcount
 from engine.sliders import BISHOP_DIRS, ROOK_DIRS, relevant_mask, slide_attacks, subsets
+from nnue.jit import njit
 
 MAGICS_FILE = Path(__file__).resolve().parent.parent / "magics.py"
 

@@ -33,9 +33,9 @@ import time
 
 import chess
 import numpy as np
-from numba import njit
 
 from nnue.accumulator import make_stack
+from nnue.jit import njit
 from nnue.stack import ensure_accumulator, refresh_ply
 from nnue.evaluate import bitboards, evaluate, evaluate_pair
 from nnue.inference import make_scratch

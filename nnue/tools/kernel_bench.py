@@ -25,10 +25,10 @@ import time
 
 import chess
 import numpy as np
-from numba import njit
 
 from nnue import ckernel
 from nnue.accumulator import make_stack, refresh, update
+from nnue.jit import njit
 from nnue.stack import ensure_accumulator, refresh_ply
 from nnue.inference import forward, make_scratch
 from nnue.netfile import load_net

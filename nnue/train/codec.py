@@ -5,7 +5,8 @@ unpacks a batch with no Python work per position. Boards are int8[64] mailboxes 
 piece codes (colour * 8 + type), the codes ``nnue.features`` takes.
 """
 import numpy as np
-from numba import njit
+
+from nnue.jit import njit
 
 RECORD_SIZE = 32
 PIECES_AT = 8          # 16 bytes of 4-bit piece codes, in ascending square order, low nibble first

@@ -10,10 +10,10 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
 
 from nnue.architecture import MAX_ACTIVE, NUM_FEATURES
 from nnue.features import active_features, king_square
+from nnue.jit import njit
 from nnue.train.codec import RESULT_AT, STM_AT, record_score, unpack_board
 from nnue.train.records import as_bytes, read_records
 

@@ -17,8 +17,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 import torch.nn.functional as F
-from numba import njit
 
+from nnue.jit import njit
 from nnue.train.scales import PAIRWISE_FACTOR
 
 

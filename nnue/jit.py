@@ -1,0 +1,141 @@
+"""``njit`` for every compiled module of the project, with Numba's compiler made cheaper and its cache safe to share.
+
+Numba types each call in compiled code by trying its overload templates (an array index alone tries seven),
+and each try looks up a cache keyed by the compiler's flags. Numba 0.68 hashes and compares those flags by
+building a dict of all ~40 options through one property call each, millions of times over the search's
+typing: about a sixth of the install-time compile. ``faster_flag_comparison`` replaces the three methods
+with ones that build the same dict from a per-class table of defaults. The values, the hash and the
+equality are the same as Numba's (checked here on import and by ``tests/test_jit.py``), so the compiled code
+and the cache keys do not change; a Numba whose flags no longer match this behaviour is left alone.
+
+Numba's cache gives each function an index file (signature -> data file number) and numbered data files,
+and saves a new entry by reading the index, picking a free number, writing the index, then the data. Two
+processes compiling two signatures of one function at once (``make warm`` runs two; so do two engines of a
+match starting on a cold cache) can both pick number 1, and the index can end up naming one signature's
+machine code for the other. ``locked_cache_files`` makes each save (index and data) and each load hold an
+exclusive lock on the cache directory's ``numba.lock``, so one process's entry is whole before another reads
+or numbers one.
+
+Compiled modules import ``njit`` from here, so both changes are made before anything is compiled.
+"""
+from __future__ import annotations
+
+import os
+
+from numba import njit  # noqa: F401  (re-exported)
+from numba.core import caching, targetconfig
+
+try:
+    import fcntl
+except ImportError:     # not POSIX: Numba's cache as it is
+    fcntl = None
+
+__all__ = ["njit", "faster_flag_comparison", "locked_cache_files"]
+
+LOCK_NAME = "numba.lock"
+
+NUMBA_OWN = (targetconfig.TargetConfig.values, targetconfig.TargetConfig.__hash__, targetconfig.TargetConfig.__eq__)
+"""Numba's own ``values``, ``__hash__`` and ``__eq__``, as found before the replacement (the tests compare)."""
+
+
+def _defaults(cls) -> dict:
+    """Each option's default, per ``TargetConfig`` class (a class's options never change once it is made)."""
+    table = cls.__dict__.get("_quantfish_defaults")
+    if table is None:
+        table = {name: option.default for name, option in cls.options.items()}
+        setattr(cls, "_quantfish_defaults", table)
+    return table
+
+
+def _flag_values(self) -> dict:
+    """Every option's value: what ``TargetConfig.values`` returns, without a property call per option."""
+    out = dict(_defaults(type(self)))
+    for name, value in self._values.items():
+        if name in out:
+            out[name] = value
+    return out
+
+
+def _flag_hash(self) -> int:
+    # Numba hashes ``sorted(self.values())``: the sorted option names, the same for every instance of a class.
+    return hash(tuple(sorted(_defaults(type(self)))))
+
+
+def _flag_eq(self, other):
+    if isinstance(other, targetconfig.TargetConfig):
+        return _flag_values(self) == _flag_values(other)
+    return NotImplemented
+
+
+def _agrees_with(original_values, original_hash, original_eq) -> bool:
+    """Whether the replacements give what Numba's own methods give, on default and on set flags."""
+    from numba.core.compiler import Flags
+    try:
+        plain, changed = Flags(), Flags()
+        changed.nrt = True
+        changed.boundscheck = True
+        changed.error_model = "numpy"
+        same_values = all(_flag_values(f) == original_values(f) for f in (plain, changed))
+        same_hash = all(_flag_hash(f) == original_hash(f) for f in (plain, changed))
+        same_eq = all(_flag_eq(a, b) == original_eq(a, b) for a, b in ((plain, changed), (plain, Flags())))
+    except Exception:   # a Numba whose flags are built differently: keep its own methods
+        return False
+    return same_values and same_hash and same_eq
+
+
+def faster_flag_comparison() -> bool:
+    """Installs the cheaper ``values``, ``__hash__`` and ``__eq__`` on Numba's ``TargetConfig``; True if in place."""
+    cls = targetconfig.TargetConfig
+    if cls.values is _flag_values:
+        return True
+    if cls.values.__qualname__ != "TargetConfig.values" or not _agrees_with(*NUMBA_OWN):
+        return False
+    cls.values, cls.__hash__, cls.__eq__ = _flag_values, _flag_hash, _flag_eq
+    return True
+
+
+class _DirectoryLock:
+    """An exclusive ``flock`` on ``directory/numba.lock`` (blocking; released on exit or if the process dies)."""
+
+    def __init__(self, directory: str):
+        self.path = os.path.join(directory, LOCK_NAME)
+
+    def __enter__(self):
+        try:
+            self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError:     # a read-only cache directory: nothing is saved there, nothing to guard
+            self.fd = None
+            return self
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+        return self
+
+    def __exit__(self, *exc):
+        if self.fd is not None:
+            os.close(self.fd)   # closing the only descriptor releases the lock
+
+
+def _locked(method):
+    def under_lock(self, *args):
+        with _DirectoryLock(self._cache_path):
+            return method(self, *args)
+    under_lock.__name__ = method.__name__
+    under_lock.__qualname__ = f"locked {method.__qualname__}"
+    under_lock.unlocked = method
+    return under_lock
+
+
+def locked_cache_files() -> bool:
+    """Makes ``IndexDataCacheFile.save`` and ``load`` hold the cache directory's lock; True if in place."""
+    cls = caching.IndexDataCacheFile
+    if fcntl is None:
+        return False
+    if hasattr(cls.save, "unlocked"):
+        return True
+    if not (hasattr(cls, "load") and hasattr(cls, "save") and hasattr(cls, "_load_index")):
+        return False
+    cls.save, cls.load = _locked(cls.save), _locked(cls.load)
+    return True
+
+
+faster_flag_comparison()
+locked_cache_files()
