@@ -1,23 +1,55 @@
 """``make warm``: compile every hot function once at install time, so that the first game starts at once.
 
     python -m engine.tools.warm
+
+Numba compiles on one core. The search's own compile is most of the time, so this process compiles it while
+a second process (``--beside``) compiles what is off its path: the tables, perft and the `eval` report. The
+two share the cache (``nnue.jit`` locks it between processes); when both are done, this process runs the whole
+warm-up again, which loads everything from the cache and compiles anything still missing.
 """
+import subprocess
+import sys
 import time
 
 
-def main():
-    start = time.perf_counter()
+def warm_beside():
+    """The second process: tables, perft from the start position, and ``engine.warm.warm_beside_search``."""
     from engine.fen import STARTING_FEN, parse_fen
     from engine.perft_count import perft
-    from engine.searcher import Searcher
     from engine.tables import tables
-    from engine.warm import warm_search_code
+    from engine.warm import warm_beside_search
     from nnue.netpair import load_nets
     board = parse_fen(STARTING_FEN)
     perft(tables(), board.bb, board.board, board.st, 3)
-    warm_search_code(Searcher(load_nets(), 1))
+    nets = load_nets()
+    warm_beside_search(tables(), *((nets.big, nets.small) if hasattr(nets, "small") else (nets,)))
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if argv == ["--beside"]:
+        warm_beside()
+        return 0
+    start = time.perf_counter()
+    beside = subprocess.Popen([sys.executable, "-m", "engine.tools.warm", "--beside"])
+    from engine.fen import STARTING_FEN, parse_fen
+    from engine.perft_count import perft
+    from engine.searcher import Searcher
+    from engine.warm import warm_search, warm_search_code
+    from nnue.netpair import load_nets
+    searcher = Searcher(load_nets(), 1)
+    try:
+        warm_search(searcher)
+    finally:
+        beside_failed = beside.wait() != 0
+    if beside_failed:
+        print("the second compile process failed: compiling its part here", file=sys.stderr)
+    board = parse_fen(STARTING_FEN)
+    perft(searcher.T, board.bb, board.board, board.st, 3)
+    warm_search_code(searcher)
     print(f"compiled code ready in {time.perf_counter() - start:.1f} s")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

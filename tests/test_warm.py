@@ -1,0 +1,39 @@
+"""``make warm`` (``engine.tools.warm``, two compiling processes) leaves a cache from which a new process
+warms up the engine without compiling anything: what the UCI loader does before its first ``readyok``."""
+import subprocess
+import sys
+
+from nnue.netpath import repo_root
+
+COUNT_COMPILES = """
+from numba.core import event
+compiled = []
+class Count(event.Listener):
+    def on_start(self, ev):
+        compiled.append(ev.data["dispatcher"].py_func.__qualname__)
+    def on_end(self, ev):
+        pass
+event.register("numba:compile", Count())
+from engine.fen import STARTING_FEN, parse_fen
+from engine.perft_count import perft
+from engine.searcher import Searcher
+from engine.warm import warm_search_code
+from nnue.netpair import load_nets
+searcher = Searcher(load_nets(), 1)
+board = parse_fen(STARTING_FEN)
+perft(searcher.T, board.bb, board.board, board.st, 3)
+warm_search_code(searcher)
+print("compiled:", " ".join(sorted(set(compiled))) or "nothing")
+"""
+
+
+def test_a_new_process_after_make_warm_compiles_nothing():
+    root = repo_root()
+    warm = subprocess.run([sys.executable, "-m", "engine.tools.warm"], cwd=root, capture_output=True, text=True,
+                          timeout=1200)
+    assert warm.returncode == 0, warm.stderr[-3000:]
+    assert "compiled code ready in" in warm.stdout
+    after = subprocess.run([sys.executable, "-c", COUNT_COMPILES], cwd=root, capture_output=True, text=True,
+                           timeout=1200)
+    assert after.returncode == 0, after.stderr[-3000:]
+    assert after.stdout.strip().splitlines()[-1] == "compiled: nothing"
