@@ -23,6 +23,26 @@ def warm_search(searcher):
     searcher.clear()
 
 
+def warm_search_leaves(searcher):
+    """Functions the search compiles late in its own compile (captures' generation, the check and exchange
+    tests, the tablebase probe), called with the argument types the search gives them, so that ``make warm``'s
+    second process has them in the cache before the search's compile reaches them. The search compiles them
+    itself when they are not there: a change of those types costs time, not correctness."""
+    from engine.fen import parse_fen
+    from engine.movegen import generate_legal, generate_tactical, gives_check
+    from engine.search import see_ge
+    from engine.tbprobe import probe_wdl
+    S, T = searcher.S, searcher.T
+    board = parse_fen(WARM_FEN)
+    searcher._setup(board, [])
+    bb, squares, st, moves = S.bbs[0], S.boards[0], S.sts[0], S.moves[0]
+    generate_tactical(T, bb, squares, st, moves)
+    move = moves[generate_legal(T, bb, squares, st, moves) - 1]
+    gives_check(T, bb, squares, st, move)
+    see_ge(T, bb, squares, int(board.side), move, -100)
+    probe_wdl(T, S.tb, S.bbs, S.boards, S.sts, S.moves, 0, S.tb_scratch)
+
+
 def warm_beside_search(T, net, small_net=None):
     """What the commands around the search run: a move made outside it, perft, the `eval` report."""
     from engine.fen import parse_fen

@@ -3,7 +3,8 @@
     python -m engine.tools.warm
 
 Numba compiles on one core. The search's own compile is most of the time, so this process compiles it while
-a second process (``--beside``) compiles what is off its path: the tables, perft and the `eval` report. The
+a second process (``--beside``) compiles first what the search reaches late in its compile (capture generation,
+the check and exchange tests, the tablebase probe), then what is off its path: perft and the `eval` report. The
 two share the cache (``nnue.jit`` locks it between processes); when both are done, this process runs the whole
 warm-up again, which loads everything from the cache and compiles anything still missing.
 """
@@ -13,16 +14,18 @@ import time
 
 
 def warm_beside():
-    """The second process: tables, perft from the start position, and ``engine.warm.warm_beside_search``."""
+    """The second process: the leaves the search reaches late (``engine.warm.warm_search_leaves``), then the
+    tables, perft from the start position, and ``engine.warm.warm_beside_search``."""
     from engine.fen import STARTING_FEN, parse_fen
     from engine.perft_count import perft
-    from engine.tables import tables
-    from engine.warm import warm_beside_search
+    from engine.searcher import Searcher
+    from engine.warm import warm_beside_search, warm_search_leaves
     from nnue.netpair import load_nets
+    searcher = Searcher(load_nets(), 1)
+    warm_search_leaves(searcher)
     board = parse_fen(STARTING_FEN)
-    perft(tables(), board.bb, board.board, board.st, 3)
-    nets = load_nets()
-    warm_beside_search(tables(), *((nets.big, nets.small) if hasattr(nets, "small") else (nets,)))
+    perft(searcher.T, board.bb, board.board, board.st, 3)
+    warm_beside_search(searcher.T, searcher.net, searcher.small_net)
 
 
 def main(argv=None):
@@ -52,4 +55,9 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:   # Ctrl-C reaches both processes; the main one says it
+        if sys.argv[1:] != ["--beside"]:
+            print("interrupted: what was compiled stays in the cache", file=sys.stderr)
+        sys.exit(130)
