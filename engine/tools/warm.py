@@ -43,9 +43,11 @@ def main(argv=None):
     searcher = Searcher(load_nets(), 1)
     try:
         warm_search(searcher)
-    finally:
-        beside_failed = beside.wait() != 0
-    if beside_failed:
+    except BaseException:   # Ctrl-C or a failure here: the second process stops too
+        beside.terminate()
+        beside.wait()
+        raise
+    if beside.wait() != 0:
         print("the second compile process failed: compiling its part here", file=sys.stderr)
     board = parse_fen(STARTING_FEN)
     perft(searcher.T, board.bb, board.board, board.st, 3)
