@@ -32,9 +32,10 @@ def random_flags(rng: random.Random) -> Flags:
 def test_in_place_with_this_numba():
     if targetconfig.TargetConfig.values is not jit._flag_values and not numba.__version__.startswith("0.68."):
         pytest.skip(f"Numba {numba.__version__}: its flags are not built as 0.68's, so they are left alone")
-    assert jit.faster_flag_comparison()
+    # In place from the import alone (looked at before calling anything that would install it).
     assert targetconfig.TargetConfig.values is jit._flag_values
     assert Flags.__hash__ is jit._flag_hash and Flags.__eq__ is jit._flag_eq
+    assert jit.faster_flag_comparison()
 
 
 def test_values_hash_and_equality_are_numbas():
@@ -70,8 +71,9 @@ def test_flags_as_dictionary_keys():
 def test_cache_lock_in_place():
     if jit.fcntl is None:
         pytest.skip("no fcntl here: Numba's cache is left as it is")
-    assert jit.locked_cache_files()
+    # In place from the import alone (looked at before calling anything that would install it).
     assert hasattr(caching.IndexDataCacheFile.save, "unlocked") and hasattr(caching.IndexDataCacheFile.load, "unlocked")
+    assert jit.locked_cache_files()
 
 
 def test_concurrent_saves_keep_each_entry_whole(tmp_path, monkeypatch):
