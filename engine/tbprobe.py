@@ -448,7 +448,10 @@ def _probe_ab(T, TB, bbs, boards, sts, moves, r0, scratch, alpha, beta):
 @njit(cache=True, nogil=True, _nrt=False)
 def probe_wdl(T, TB, bbs, boards, sts, moves, r, scratch):
     """The WDL value (-2..2) of the position in row ``r`` of the stacks, ``TB_FAIL`` when the tables do not
-    cover it or a position a capture leads to. Rows ``r + 1`` to ``r + TB_PIECES`` are overwritten."""
+    cover it or a position a capture leads to. Rows ``r + 1`` to ``r + TB_PIECES`` are overwritten. A position
+    of more than ``TB_PIECES`` pieces fails at once: its captures would run past the scratch's frames."""
+    if popcount(bbs[r][0] | bbs[r][8]) > TB_PIECES:
+        return TB_FAIL
     v = _probe_ab(T, TB, bbs, boards, sts, moves, r, scratch, -2, 2)
     if v == TB_FAIL or sts[r][ST_EP] == 64:
         return v

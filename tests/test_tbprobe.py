@@ -16,7 +16,7 @@ from engine.movegen import MAX_MOVES
 from engine.position import ST_SIZE
 from engine.tables import tables
 from engine.tbload import CompiledTables, empty_arrays
-from engine.tbprobe import TB_FAIL, new_scratch, probe_wdl
+from engine.tbprobe import TB_FAIL, TB_PIECES, new_scratch, probe_wdl
 from tests.shared import SYZYGY34 as TABLES, endgame_positions, require
 
 
@@ -117,6 +117,20 @@ def test_positions_no_table_covers_fail(compiled):
     assert probe("8/5p2/8/4k3/8/2KQ4/3P4/8 w - - 0 1") == TB_FAIL      # five men
     assert probe("8/8/8/4k3/8/2K5/8/8 w - - 0 1") == 0                 # bare kings: drawn without a table
     assert _Prober(empty_arrays())("8/8/8/8/8/2k5/8/KQ6 w - - 0 1") == TB_FAIL
+
+
+@pytest.mark.parametrize("tables_", ["empty", "loaded"])
+def test_a_position_of_more_pieces_than_a_table_holds_fails_without_writing_past_the_scratch(tables_):
+    # The probe's capture search keeps one frame and one stack row per capture made, room for TB_PIECES of them;
+    # a crowded position (here 28 pieces, captures everywhere) must fail before it starts. Rows past the
+    # promised ones carry a marker that must survive: without the check they were written over, and the frames
+    # past their end (heap memory) with them.
+    arrays = empty_arrays() if tables_ == "empty" else CompiledTables([str(require(TABLES))]).arrays
+    probe = _Prober(arrays)
+    probe.bbs[1:] = 0x5A5A
+    probe.sts[1:] = 77
+    assert probe("r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1") == TB_FAIL
+    assert (probe.bbs[TB_PIECES + 1:] == 0x5A5A).all() and (probe.sts[TB_PIECES + 1:] == 77).all()
 
 
 def test_damaged_or_foreign_files_are_skipped(tmp_path):
