@@ -33,6 +33,7 @@ def test_a_new_process_after_make_warm_compiles_nothing():
                           timeout=1200)
     assert warm.returncode == 0, warm.stderr[-3000:]
     assert "compiled code ready in" in warm.stdout
+    assert "second compile process failed" not in warm.stderr, warm.stderr[-3000:]
     after = subprocess.run([sys.executable, "-c", COUNT_COMPILES], cwd=root, capture_output=True, text=True,
                            timeout=1200)
     assert after.returncode == 0, after.stderr[-3000:]

@@ -47,8 +47,9 @@ def main(argv=None):
         beside.terminate()
         beside.wait()
         raise
-    if beside.wait() != 0:
-        print("the second compile process failed: compiling its part here", file=sys.stderr)
+    status = beside.wait()
+    if status != 0:
+        print(f"the second compile process failed (exit status {status}): compiling its part here", file=sys.stderr)
     board = parse_fen(STARTING_FEN)
     perft(searcher.T, board.bb, board.board, board.st, 3)
     warm_search_code(searcher)
