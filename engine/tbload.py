@@ -13,7 +13,6 @@ import math
 import os
 import struct
 
-import chess.syzygy as sz
 import numpy as np
 
 from engine.tbprobe import (SL_BASE, SL_BASES, SL_BLOCKS, SL_BLOCKSIZE, SL_DATA, SL_FACTOR, SL_IDXBITS, SL_INDEX,
@@ -35,6 +34,7 @@ def _code(key: str) -> int:
 
 
 def _squares() -> np.ndarray:
+    import chess.syzygy as sz
     rows = np.zeros((6, 64), np.int64)
     rows[SQ_TRIANGLE] = sz.TRIANGLE
     rows[SQ_DIAG] = sz.DIAG
@@ -83,6 +83,7 @@ class CompiledTables:
     """Every WDL table of some directories, parsed and mapped, as ``arrays`` for the compiled probe."""
 
     def __init__(self, directories: list[str]) -> None:
+        import chess.syzygy as sz      # here, not at the top: the engine starts without python-chess loaded
         self._tables: list = []        # WdlTable objects: they own the mappings
         self._views: list = []         # numpy views of the mappings: their addresses are in ``arrays``
         self.skipped: list[str] = []   # files that are not whole, valid WDL tables
@@ -114,6 +115,7 @@ class CompiledTables:
         return len(self._tables)
 
     def _build(self) -> TbArrays:
+        import chess.syzygy as sz
         n = len(self._tables)
         if n == 0:
             return empty_arrays()

@@ -38,3 +38,14 @@ def test_a_new_process_after_make_warm_compiles_nothing():
                            timeout=1200)
     assert after.returncode == 0, after.stderr[-3000:]
     assert after.stdout.strip().splitlines()[-1] == "compiled: nothing"
+
+
+def test_getting_ready_to_play_leaves_python_chess_unloaded():
+    # python-chess serves the tablebase loader and the Python API; importing it is about a tenth of a second of
+    # every engine's start-up, so the UCI loader's path (net, searcher, warm-up) must not.
+    code = ("import sys\nfrom engine.searcher import Searcher\nfrom engine.warm import warm_for_play\n"
+            "from nnue.netpair import load_nets\nwarm_for_play(Searcher(load_nets(), 1))\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'chess'))")
+    run = subprocess.run([sys.executable, "-c", code], cwd=repo_root(), capture_output=True, text=True, timeout=1200)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert run.stdout.strip().splitlines()[-1] == "[]"
