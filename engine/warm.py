@@ -1,8 +1,9 @@
 """Compiles (or loads from Numba's cache) the search's hot functions once, before the first real ``go``.
 
-Run time: the UCI loader thread calls ``warm_search_code`` before it answers ``isready``; ``make warm``
-(``engine.tools.warm``) calls it at install time so the cache exists before the first game, compiling the two
-halves below in two processes at once.
+Run time: the UCI loader thread calls ``warm_for_play`` before it answers ``isready``: the search and the
+`position` command, what a game needs at once. ``make warm`` (``engine.tools.warm``) calls ``warm_search_code``,
+everything, at install time so the cache exists before the first game, compiling the two halves below in two
+processes at once. The reports (`eval`, `go perft`) then load from the cache when first asked for.
 """
 import numpy as np
 
@@ -10,9 +11,15 @@ WARM_FEN = "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1
 
 
 def warm_search_code(searcher):
-    """A tiny search, perft and evaluation so that the first real `go` does not compile."""
+    """Everything the engine runs: a tiny search, a move made outside it, perft and the evaluation report."""
     warm_search(searcher)
     warm_beside_search(searcher.T, searcher.net, searcher.small_net)
+
+
+def warm_for_play(searcher):
+    """What a game needs before its first `go`: the search and the `position ... moves` command."""
+    warm_search(searcher)
+    warm_position_command()
 
 
 def warm_search(searcher):
@@ -43,16 +50,22 @@ def warm_search_leaves(searcher):
     probe_wdl(T, S.tb, S.bbs, S.boards, S.sts, S.moves, 0, S.tb_scratch)
 
 
+def warm_position_command():
+    """What `position ... moves` and `d` run: a move made on a board outside the search, its key."""
+    from engine.fen import parse_fen
+    from engine.notation import parse_uci_move, push
+    from engine.searcher import board_key
+    board = parse_fen(WARM_FEN)
+    board_key(push(board, parse_uci_move(board, "e1g1", False)))
+
+
 def warm_beside_search(T, net, small_net=None):
     """What the commands around the search run: a move made outside it, perft, the `eval` report."""
     from engine.fen import parse_fen
-    from engine.notation import parse_uci_move, push
     from engine.perft_count import perft_divide
-    from engine.searcher import board_key
     from nnue.evaluate import eval_report
+    warm_position_command()
     board = parse_fen(WARM_FEN)
-    # What `position ... moves` and `d` run: a move made on a board outside the search, its key.
-    board_key(push(board, parse_uci_move(board, "e1g1", False)))
     perft_divide(T, board.bb, board.board, board.st, 2, np.empty(256, np.int32), np.empty(256, np.int64))
     if small_net is not None:
         # A 17.1 pair: the search ran the two-net evaluation (one compiled search for every net); this

@@ -178,8 +178,8 @@ class UciEngine:
             from engine.fen import STARTING_FEN, parse_fen
             self._board = parse_fen(STARTING_FEN)
             self._load_net(self.options["evalfile"].value, self.options["evalfilesmall"].value)
-            from engine.warm import warm_search_code
-            warm_search_code(self._searcher)
+            from engine.warm import warm_for_play
+            warm_for_play(self._searcher)
         except Exception as exc:  # reported on isready / go, never a traceback on stdout
             self._init_error = str(exc)
             print(traceback.format_exc(), file=sys.stderr)
