@@ -1,6 +1,9 @@
 """``nnue.jit``: the cheaper comparison of Numba's compiler flags gives what Numba's own gives; the cache's
 entries stay whole when two savers race."""
+import os
 import random
+import subprocess
+import sys
 import threading
 
 import numba
@@ -10,6 +13,7 @@ from numba.core.compiler import Flags
 
 import engine.search  # noqa: F401  (every compiled module imports njit from nnue.jit)
 from nnue import jit
+from nnue.netpath import repo_root
 
 own_values, own_hash, own_eq = jit.NUMBA_OWN
 
@@ -108,3 +112,48 @@ def test_concurrent_saves_keep_each_entry_whole(tmp_path, monkeypatch):
     assert first.load("signature A") == "code A"
     assert second.load("signature B") == "code B"
     assert sorted(p.name for p in tmp_path.glob("*.nbc")) == ["f-1.py311.1.nbc", "f-1.py311.2.nbc"]
+
+
+LIGHT_MODULE = '''
+import numpy as np
+from nnue.jit import njit
+
+
+@njit(cache=True)
+def weighted(a, k):
+    total = 0
+    for i in range(a.shape[0]):
+        total += a[i] * (i + k)
+    return total
+'''
+
+LOAD_THEN_COMPILE = '''
+import sys
+import numpy as np
+import lightmod
+print(lightmod.weighted(np.arange(10, dtype=np.int64), 3))
+print(sum(lightmod.weighted.stats.cache_hits.values()))
+print("numba.np.linalg" in sys.modules)        # imported by the context set-up a cache load skips
+from numba import njit
+print(njit(lambda a: np.sum(np.abs(a)) + np.sort(a)[0])(np.array([4.0, -3.0])))   # a real compile afterwards
+'''
+
+
+def test_cache_loads_set_up_only_the_runtime(tmp_path):
+    if caching.Cache.load_overload is not jit._load_without_refresh and not numba.__version__.startswith("0.68."):
+        pytest.skip(f"Numba {numba.__version__}: its cache load is not 0.68's, so it is left alone")
+    # In place from the import alone; then, in new processes: the first compiles and saves, the second loads the
+    # cached code without Numba's whole context set-up, runs it right, and can still compile something new.
+    assert caching.Cache.load_overload is jit._load_without_refresh and jit.lighter_cache_loads()
+    (tmp_path / "lightmod.py").write_text(LIGHT_MODULE)
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"),
+               PYTHONPATH=os.pathsep.join([str(tmp_path), str(repo_root())]))
+    want = sum(x * (i + 3) for i, x in enumerate(range(10)))
+    runs = [subprocess.run([sys.executable, "-c", LOAD_THEN_COMPILE], env=env, cwd=tmp_path, capture_output=True,
+                           text=True, timeout=600) for _ in range(2)]
+    for run in runs:
+        assert run.returncode == 0, run.stderr[-3000:]
+    first, second = (run.stdout.split() for run in runs)
+    assert first[:2] == [str(want), "0"] and second[:2] == [str(want), "1"]     # compiled, then loaded
+    assert second[2] == "False"
+    assert float(second[3]) == 4.0 and float(first[3]) == 4.0
