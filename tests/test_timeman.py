@@ -151,26 +151,14 @@ def test_nothing_compiles_after_readyok():
     seconds on the first move if it compiles (a fresh install lost its first bullet games on time), and its load
     from the cache counts on the clock too. The reports (`d`, `eval`, `go perft`) are loaded from the cache when
     first asked for (readyok no longer waits for them), but must not compile either."""
-    from numba.core import event
-
+    from tests.compiles import counting_compiles
     from uci.protocol import UciEngine
-    compiles = []
-
-    class Count(event.Listener):
-        def on_start(self, ev):
-            compiles.append(ev.data["dispatcher"].py_func.__qualname__)
-
-        def on_end(self, ev):
-            pass
-
     out = []
     engine = UciEngine(out=out.append)
     engine.handle("isready")
     assert out[-1] == "readyok"
     before = compiled_signatures()
-    listener = Count()
-    event.register("numba:compile", listener)
-    try:
+    with counting_compiles() as compiles:
         for command in GAME_COMMANDS:
             engine.handle(command)
         assert sum(line.startswith("bestmove") for line in out) == 4
@@ -182,8 +170,6 @@ def test_nothing_compiles_after_readyok():
             engine.handle(command)
         assert any("Final evaluation" in line or "NNUE" in line for line in out)
         assert any(line.startswith("Nodes searched") for line in out)
-    finally:
-        event.unregister("numba:compile", listener)
     assert not compiles, f"compiled after readyok: {compiles}"
 
 

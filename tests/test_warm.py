@@ -6,23 +6,17 @@ import sys
 from nnue.netpath import repo_root
 
 COUNT_COMPILES = """
-from numba.core import event
-compiled = []
-class Count(event.Listener):
-    def on_start(self, ev):
-        compiled.append(ev.data["dispatcher"].py_func.__qualname__)
-    def on_end(self, ev):
-        pass
-event.register("numba:compile", Count())
 from engine.fen import STARTING_FEN, parse_fen
 from engine.perft_count import perft
 from engine.searcher import Searcher
 from engine.warm import warm_search_code
 from nnue.netpair import load_nets
-searcher = Searcher(load_nets(), 1)
-board = parse_fen(STARTING_FEN)
-perft(searcher.T, board.bb, board.board, board.st, 3)
-warm_search_code(searcher)
+from tests.compiles import counting_compiles
+with counting_compiles() as compiled:
+    searcher = Searcher(load_nets(), 1)
+    board = parse_fen(STARTING_FEN)
+    perft(searcher.T, board.bb, board.board, board.st, 3)
+    warm_search_code(searcher)
 print("compiled:", " ".join(sorted(set(compiled))) or "nothing")
 """
 
