@@ -14,8 +14,8 @@ import time
 
 
 def warm_beside():
-    """The second process: the leaves the search reaches late (``engine.warm.warm_search_leaves``), then the
-    tables, perft from the start position, and ``engine.warm.warm_beside_search``."""
+    """The second process: the leaves the search reaches late (``engine.warm.warm_search_leaves``), then perft
+    from the start position and ``engine.warm.warm_beside_search``."""
     from engine.fen import STARTING_FEN, parse_fen
     from engine.perft_count import perft
     from engine.searcher import Searcher
@@ -33,10 +33,10 @@ def write_bytecode():
     install saves none, and where ``PYTHONDONTWRITEBYTECODE`` is set every start compiled them again (about
     0.1 s of each engine's start-up here)."""
     import compileall
-    from pathlib import Path
-    root = Path(__file__).resolve().parents[2]
+
+    from nnue.netpath import repo_root
     for package in ("engine", "nnue", "uci"):
-        compileall.compile_dir(root / package, quiet=1)
+        compileall.compile_dir(repo_root() / package, quiet=1)
 
 
 def main(argv=None):
