@@ -157,3 +157,140 @@ def test_cache_loads_set_up_only_the_runtime(tmp_path):
     assert first[:2] == [str(want), "0"] and second[:2] == [str(want), "1"]     # compiled, then loaded
     assert second[2] == "False"
     assert float(second[3]) == 4.0 and float(first[3]) == 4.0
+
+
+def test_recursive_typing_in_place():
+    from numba.core import typeinfer
+    if typeinfer.TypeInferer.propagate is not jit._propagate_to_agreement and not numba.__version__.startswith("0.68."):
+        pytest.skip(f"Numba {numba.__version__}: its recursive calls are not typed as 0.68's, so it is left alone")
+    assert typeinfer.TypeInferer.return_types_from_partial is jit._kept_partial_return
+    assert typeinfer.TypeInferer.propagate is jit._propagate_to_agreement
+    assert jit.known_recursive_returns()
+
+
+def widening(n):
+    """Returns an int until the result of its own recursive call, typed, adds a float: the first answer for the
+    recursive call (int64) is not the function's type (float64)."""
+    if n <= 0:
+        return 1
+    x = widening(n - 1)
+    if n == 5:
+        return x + 0.5
+    return x
+
+
+def many_calls(n, k):
+    """Recursive at five places: Numba types the whole function again at each, in each round."""
+    if n <= 1:
+        return k
+    a = many_calls(n - 1, k + 1)
+    if a > 10:
+        return a + many_calls(n - 2, k)
+    b = many_calls(n - 2, k * 2) - many_calls(n - 1, k - 3)
+    if b < 0:
+        return -b + many_calls(n - 3, k)
+    return a + b
+
+
+def compiled_with(monkeypatch, own_numba: bool, py_func):
+    """A new dispatcher of ``py_func`` (recursing through itself) compiled for int64 arguments, with Numba's own
+    recursive typing or with ``known_recursive_returns``'s."""
+    from numba.core import typeinfer
+    if own_numba:
+        monkeypatch.setattr(typeinfer.TypeInferer, "return_types_from_partial", jit.NUMBA_PARTIAL)
+        monkeypatch.setattr(typeinfer.TypeInferer, "propagate", jit.NUMBA_PROPAGATE)
+    scope = {}
+    fn = type(py_func)(py_func.__code__, scope, py_func.__name__)
+    scope[py_func.__name__] = dispatcher = numba.njit(fn)
+    args = (5,) if py_func is widening else (7, 1)
+    result = dispatcher(*args)
+    monkeypatch.undo()
+    typemap = dispatcher.overloads[dispatcher.signatures[0]].type_annotation.typemap
+    # Every variable's type, the function's own (a dispatcher object of its own here) named by its kind.
+    types_by_name = {name: type(ty).__name__ if isinstance(ty, (numba.core.types.Dispatcher,
+                                                              numba.core.types.RecursiveCall)) else ty
+                     for name, ty in typemap.items()}
+    return result, dispatcher.nopython_signatures[0], types_by_name
+
+
+@pytest.mark.parametrize("py_func", [widening, many_calls])
+def test_recursive_typing_is_numbas(monkeypatch, py_func):
+    """The same types (every variable's, the signature) and the same result as Numba's own recursive typing,
+    including where the first answer for the recursive call is not the function's final type."""
+    if not jit.known_recursive_returns():
+        pytest.skip(f"Numba {numba.__version__}: recursive typing left as it is")
+    own = compiled_with(monkeypatch, True, py_func)
+    ours = compiled_with(monkeypatch, False, py_func)
+    want = py_func(5) if py_func is widening else py_func(7, 1)
+    assert own[0] == ours[0] == want
+    assert own[1] == ours[1]
+    assert own[2] == ours[2]
+    if py_func is widening:
+        assert str(ours[1].return_type) == "float64"
+
+
+def test_recursive_typing_retypes_once(monkeypatch):
+    """Numba retypes ``many_calls`` at each recursive call, in each round; kept, it is typed twice (the answer
+    and its check)."""
+    if not jit.known_recursive_returns():
+        pytest.skip(f"Numba {numba.__version__}: recursive typing left as it is")
+    counted = []
+    own_partial = jit.NUMBA_PARTIAL
+
+    def counting(self):
+        counted.append(1)
+        return own_partial(self)
+
+    monkeypatch.setattr(jit, "NUMBA_PARTIAL", counting)
+    compiled_with(monkeypatch, False, many_calls)
+    ours = len(counted)
+    monkeypatch.setattr(jit, "NUMBA_PARTIAL", counting)
+    counted.clear()
+    from numba.core import typeinfer
+    monkeypatch.setattr(typeinfer.TypeInferer, "return_types_from_partial", counting)
+    monkeypatch.setattr(typeinfer.TypeInferer, "propagate", jit.NUMBA_PROPAGATE)
+    scope = {}
+    fn = type(many_calls)(many_calls.__code__, scope, "many_calls")
+    scope["many_calls"] = numba.njit(fn)
+    scope["many_calls"](7, 1)
+    monkeypatch.undo()
+    own = len(counted)
+    assert ours == 2 and own > 5, (ours, own)
+
+
+def ping(n):
+    if n <= 0:
+        return 1
+    if n == 3:
+        return pong(n - 1) + 7
+    return pong(n - 1) + ping(n - 2)
+
+
+def pong(n):
+    if n <= 0:
+        return 2
+    return ping(n - 1) * 2
+
+
+def test_mutual_recursion_is_numbas(monkeypatch):
+    """Two functions calling each other: each asks the other's typing for its type (Numba's answer of the
+    moment, not a kept one), and the result is what Numba's own typing gives. (Numba itself can miscompile
+    mutual recursion whose type widens late, `+ 0.25` here: it compiles ``pong`` with ``ping``'s type of the
+    moment; that is left as it is.)"""
+    if not jit.known_recursive_returns():
+        pytest.skip(f"Numba {numba.__version__}: recursive typing left as it is")
+    from numba.core import typeinfer
+
+    def run(own_numba):
+        if own_numba:
+            monkeypatch.setattr(typeinfer.TypeInferer, "return_types_from_partial", jit.NUMBA_PARTIAL)
+            monkeypatch.setattr(typeinfer.TypeInferer, "propagate", jit.NUMBA_PROPAGATE)
+        scope = {}
+        for py_func in (ping, pong):
+            scope[py_func.__name__] = numba.njit(type(py_func)(py_func.__code__, scope, py_func.__name__))
+        result = scope["ping"](9)
+        monkeypatch.undo()
+        return result, [d.nopython_signatures for d in (scope["ping"], scope["pong"])]
+
+    assert run(True) == run(False)
+    assert run(False)[0] == ping(9)
