@@ -201,14 +201,18 @@ def _kept_partial_return(self):
 
 def _propagate_to_agreement(self, raise_errors=True):
     """Numba's propagation, then, where recursive calls were typed with a kept answer, that answer checked
-    against the function's type now, and propagation resumed with the new one until they agree."""
-    errors = NUMBA_PROPAGATE(self, raise_errors)
+    against the function's type now, and propagation resumed with the new one until they agree. Errors are
+    raised (when asked) only there: one that a stale answer caused goes away with the new one, as in Numba's
+    own rounds."""
+    errors = NUMBA_PROPAGATE(self, False)
     while "_quantfish_partial" in self.__dict__:
         now = NUMBA_PARTIAL(self)
         if now is None or now == self._quantfish_partial:
             break
         self._quantfish_partial = now
-        errors = NUMBA_PROPAGATE(self, raise_errors)
+        errors = NUMBA_PROPAGATE(self, False)
+    if errors and raise_errors:
+        return NUMBA_PROPAGATE(self, True)     # the same errors, raised as Numba raises them
     return errors
 
 

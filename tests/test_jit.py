@@ -2,6 +2,7 @@
 entries stay whole when two savers race."""
 import os
 import random
+import re
 import subprocess
 import sys
 import threading
@@ -294,3 +295,34 @@ def test_mutual_recursion_is_numbas(monkeypatch):
 
     assert run(True) == run(False)
     assert run(False)[0] == ping(9)
+
+
+def broken(n):
+    if n <= 0:
+        return 1
+    return broken(n - 1) + "a"
+
+
+def test_recursive_typing_errors_are_numbas(monkeypatch):
+    """A recursive function that does not type fails as under Numba's own typing, with the same error."""
+    if not jit.known_recursive_returns():
+        pytest.skip(f"Numba {numba.__version__}: recursive typing left as it is")
+    from numba.core import typeinfer
+
+    def error_of(own_numba):
+        if own_numba:
+            monkeypatch.setattr(typeinfer.TypeInferer, "return_types_from_partial", jit.NUMBA_PARTIAL)
+            monkeypatch.setattr(typeinfer.TypeInferer, "propagate", jit.NUMBA_PROPAGATE)
+        scope = {}
+        scope["broken"] = numba.njit(type(broken)(broken.__code__, scope, "broken"))
+        try:
+            scope["broken"](3)
+        except Exception as e:      # noqa: BLE001  (the error itself is compared)
+            return type(e), " ".join(re.sub(r"0x[0-9a-f]+", "", str(e)).split())     # addresses, indentation
+        finally:
+            monkeypatch.undo()
+        return None
+
+    own = error_of(True)
+    assert own[0] is numba.core.errors.TypingError and "add(int64, Literal[str](a))" in own[1]
+    assert error_of(False) == own
