@@ -193,16 +193,27 @@ def many_calls(n, k):
     return a + b
 
 
+def numbas_own_typing(monkeypatch, partial=None):
+    """Numba's own recursive typing in place of ``known_recursive_returns``'s (until ``monkeypatch.undo``)."""
+    from numba.core import typeinfer
+    monkeypatch.setattr(typeinfer.TypeInferer, "return_types_from_partial", partial or jit.NUMBA_PARTIAL)
+    monkeypatch.setattr(typeinfer.TypeInferer, "propagate", jit.NUMBA_PROPAGATE)
+
+
+def new_dispatchers(*py_funcs):
+    """New dispatchers of ``py_funcs``, calling one another (and themselves) through them, none compiled yet."""
+    scope = {}
+    for py_func in py_funcs:
+        scope[py_func.__name__] = numba.njit(type(py_func)(py_func.__code__, scope, py_func.__name__))
+    return scope
+
+
 def compiled_with(monkeypatch, own_numba: bool, py_func):
     """A new dispatcher of ``py_func`` (recursing through itself) compiled for int64 arguments, with Numba's own
     recursive typing or with ``known_recursive_returns``'s."""
-    from numba.core import typeinfer
     if own_numba:
-        monkeypatch.setattr(typeinfer.TypeInferer, "return_types_from_partial", jit.NUMBA_PARTIAL)
-        monkeypatch.setattr(typeinfer.TypeInferer, "propagate", jit.NUMBA_PROPAGATE)
-    scope = {}
-    fn = type(py_func)(py_func.__code__, scope, py_func.__name__)
-    scope[py_func.__name__] = dispatcher = numba.njit(fn)
+        numbas_own_typing(monkeypatch)
+    dispatcher = new_dispatchers(py_func)[py_func.__name__]
     args = (5,) if py_func is widening else (7, 1)
     result = dispatcher(*args)
     monkeypatch.undo()
@@ -245,15 +256,9 @@ def test_recursive_typing_retypes_once(monkeypatch):
     monkeypatch.setattr(jit, "NUMBA_PARTIAL", counting)
     compiled_with(monkeypatch, False, many_calls)
     ours = len(counted)
-    monkeypatch.setattr(jit, "NUMBA_PARTIAL", counting)
     counted.clear()
-    from numba.core import typeinfer
-    monkeypatch.setattr(typeinfer.TypeInferer, "return_types_from_partial", counting)
-    monkeypatch.setattr(typeinfer.TypeInferer, "propagate", jit.NUMBA_PROPAGATE)
-    scope = {}
-    fn = type(many_calls)(many_calls.__code__, scope, "many_calls")
-    scope["many_calls"] = numba.njit(fn)
-    scope["many_calls"](7, 1)
+    numbas_own_typing(monkeypatch, counting)
+    new_dispatchers(many_calls)["many_calls"](7, 1)
     monkeypatch.undo()
     own = len(counted)
     assert ours == 2 and own > 5, (ours, own)
@@ -280,15 +285,11 @@ def test_mutual_recursion_is_numbas(monkeypatch):
     moment; that is left as it is.)"""
     if not jit.known_recursive_returns():
         pytest.skip(f"Numba {numba.__version__}: recursive typing left as it is")
-    from numba.core import typeinfer
 
     def run(own_numba):
         if own_numba:
-            monkeypatch.setattr(typeinfer.TypeInferer, "return_types_from_partial", jit.NUMBA_PARTIAL)
-            monkeypatch.setattr(typeinfer.TypeInferer, "propagate", jit.NUMBA_PROPAGATE)
-        scope = {}
-        for py_func in (ping, pong):
-            scope[py_func.__name__] = numba.njit(type(py_func)(py_func.__code__, scope, py_func.__name__))
+            numbas_own_typing(monkeypatch)
+        scope = new_dispatchers(ping, pong)
         result = scope["ping"](9)
         monkeypatch.undo()
         return result, [d.nopython_signatures for d in (scope["ping"], scope["pong"])]
@@ -307,16 +308,12 @@ def test_recursive_typing_errors_are_numbas(monkeypatch):
     """A recursive function that does not type fails as under Numba's own typing, with the same error."""
     if not jit.known_recursive_returns():
         pytest.skip(f"Numba {numba.__version__}: recursive typing left as it is")
-    from numba.core import typeinfer
 
     def error_of(own_numba):
         if own_numba:
-            monkeypatch.setattr(typeinfer.TypeInferer, "return_types_from_partial", jit.NUMBA_PARTIAL)
-            monkeypatch.setattr(typeinfer.TypeInferer, "propagate", jit.NUMBA_PROPAGATE)
-        scope = {}
-        scope["broken"] = numba.njit(type(broken)(broken.__code__, scope, "broken"))
+            numbas_own_typing(monkeypatch)
         try:
-            scope["broken"](3)
+            new_dispatchers(broken)["broken"](3)
         except Exception as e:      # noqa: BLE001  (the error itself is compared)
             return type(e), " ".join(re.sub(r"0x[0-9a-f]+", "", str(e)).split())     # addresses, indentation
         finally:
