@@ -356,8 +356,8 @@ SCHEME_ROUNDINGS = ("floor", "trunc", "nearest")     # the rounding field's code
 # this order (``nnue.ceval.context`` builds it; the arrays' layouts are ``ckernel``'s; ``qscheme`` is a
 # Quantfish-format net's packed scheme record, 0 for a Stockfish-format net).
 EVAL_CONTEXT_FIELDS = ("ft_weights", "ft_psqt", "l1", "nb", "ft_shift", "acc", "psqt", "computed", "dirty",
-                       "ndirty", "cache_acc", "cache_psqt", "cache_boards", "w0g", "b0", "w1g", "b1", "w2", "b2",
-                       "x", "nnz", "work", "qscheme")
+                       "ndirty", "cache_acc", "cache_psqt", "cache_boards", "w0g", "fc0_sat", "b0", "w1g", "b1", "w2",
+                       "b2", "x", "nnz", "work", "qscheme")
 
 # ---------------------------------------------------------------------------------------------------------
 # The C kernel's constants (nnue/kernel/qfkernel.c includes the header below; it states no width itself)

@@ -31,8 +31,8 @@ def context(cnet, stack, cache, scratch, qscheme=None) -> np.ndarray:
     x, nnz, work = scratch
     arrays = {"ft_weights": cnet.ft_weights, "ft_psqt": cnet.ft_psqt, "acc": acc, "psqt": psqt,
               "computed": computed, "dirty": dirty, "ndirty": ndirty, "cache_acc": cacc, "cache_psqt": cpsqt,
-              "cache_boards": cboards, "w0g": cnet.w0g, "b0": cnet.b0, "w1g": cnet.w1g, "b1": cnet.b1,
-              "w2": cnet.w2, "b2": cnet.b2, "x": x, "nnz": nnz, "work": work, "qscheme": qscheme}
+              "cache_boards": cboards, "w0g": cnet.w0g, "fc0_sat": cnet.fc0_sat, "b0": cnet.b0, "w1g": cnet.w1g,
+              "b1": cnet.b1, "w2": cnet.w2, "b2": cnet.b2, "x": x, "nnz": nnz, "work": work, "qscheme": qscheme}
     l1 = acc.shape[2]
     sizes = {"l1": l1, "nb": psqt.shape[2], "ft_shift": int(cnet.params[0])}     # CNet.params: (ft_shift,)
     if cnet.ft_weights.shape[1] != l1 or cacc.shape[2] != l1 or cpsqt.shape[2] != psqt.shape[2]:

@@ -37,9 +37,10 @@ The search stack's lazy walk-back over these steps, on either path, is ``nnue.st
 With ``kf = kernel.funcs if kernel.is_c else placeholder_funcs()`` one compiled search can serve both paths
 (same Numba types) and choose per call with a flag.
 
-``cnet = make_cnet(net)`` (built once) re-lays fc_0 and fc_1 for the kernel and makes the FT weights 64-byte
-aligned (a copy unless they already are); it refuses a net whose layer shapes are not the ones the kernel is
-compiled for (``nnue.architecture``'s, which ``load_library`` checks against the library's ``qf_arch``).
+``cnet = make_cnet(net)`` (built once) re-lays fc_0 and fc_1 for the kernel, marks fc_0's input groups whose
+weights could saturate ``vpmaddubsw`` with inputs above 127 (``fc0_saturating_groups``) and makes the FT weights
+64-byte aligned (a copy unless they already are); it refuses a net whose layer shapes are not the ones the
+kernel is compiled for (``nnue.architecture``'s, which ``load_library`` checks against the library's ``qf_arch``).
 ``make_cstack`` is ``accumulator.make_stack`` with aligned rows.
 ``scratch = make_cscratch(l1)`` is (x uint8[l1], nnz int32[l1/4 + 16], work int32[WORK_SIZE]), the same shape as
 ``inference.make_scratch`` (whose buffers also fit). One scratch per thread.
@@ -106,7 +107,7 @@ _SIGNATURES = {
     "fc0": (None, [_P, _P, _P, _P, _I, _P]),
     "head": (_I, [_P, _P, _P, _P, _I]),
     "forward": (_I, [_P, _P, _I, _I, _P, _P, _P, _P, _P, _I, _P, _P, _P]),
-    "forward_scheme": (_I, [_P, _P, _I, _P, _P, _P, _P, _P, _P, _I, _P, _P, _P]),
+    "forward_scheme": (_I, [_P, _P, _I, _P, _P, _P, _P, _P, _P, _P, _I, _P, _P, _P]),
     "evaluate": (_I, [_P, _I, _P, _I, _I, _I, _I]),
 }
 
@@ -123,7 +124,7 @@ class KernelFuncs(NamedTuple):
     fc0: object              # (w0g, b0, x, nnz, n, out16)
     head: object             # (fc0, w1g, b1, w2, b2) -> positional
     forward: object          # (acc_us, acc_them, l1, ft_shift, w0g, b0, w1g, b1, w2, b2, x, nnz, fc0) -> pos
-    forward_scheme: object   # (acc_us, acc_them, l1, qs, w0g, b0, w1, b1, w2, b2, x, nnz, fc0) -> pos
+    forward_scheme: object   # (acc_us, acc_them, l1, qs, w0g, fc0_sat, b0, w1, b1, w2, b2, x, nnz, fc0) -> pos
     evaluate: object         # (cx, ply, board, ksq_w, ksq_b, side, bucket) -> psqt << 32 | positional
 
 
@@ -328,6 +329,7 @@ class CNet(NamedTuple):
     ft_psqt: np.ndarray      # int32[F, nb]         (shared)
     b0: np.ndarray           # int32[S, 16]
     w0g: np.ndarray          # int8[S, L1/4, 16, 4] w0g[s, g, o, k] = w0[s, o, 4g+k]
+    fc0_sat: np.ndarray      # uint8[S, (L1 + 31) / 32]: fc0_saturating_groups(w0g)
     b1: np.ndarray           # int32[S, 32]
     w1g: np.ndarray          # int8[S, 8, 32, 4]    w1g[s, g, o, k] = w1[s, o, 4g+k]
     b2: np.ndarray           # int64[S]
@@ -338,8 +340,9 @@ class CNet(NamedTuple):
 # dtype and ndim of each field (make_cnet checks them, nnue.netdir uses them); the FT is Net.arrays()'s.
 CNET_SPEC = CNet(
     ft_bias=NET_ARRAYS_SPEC.ft_bias, ft_weights=NET_ARRAYS_SPEC.ft_weights, ft_psqt=NET_ARRAYS_SPEC.ft_psqt,
-    b0=ArraySpec(BIAS_DTYPE, 2), w0g=ArraySpec(WEIGHT_DTYPE, 4), b1=ArraySpec(BIAS_DTYPE, 2),
-    w1g=ArraySpec(WEIGHT_DTYPE, 4), b2=ArraySpec(np.int64, 1), w2=ArraySpec(WEIGHT_DTYPE, 2),
+    b0=ArraySpec(BIAS_DTYPE, 2), w0g=ArraySpec(WEIGHT_DTYPE, 4), fc0_sat=ArraySpec(np.uint8, 2),
+    b1=ArraySpec(BIAS_DTYPE, 2), w1g=ArraySpec(WEIGHT_DTYPE, 4), b2=ArraySpec(np.int64, 1),
+    w2=ArraySpec(WEIGHT_DTYPE, 2),
     params=ArraySpec(np.int64, 1))
 
 
@@ -347,6 +350,20 @@ def fc0_grouped(w0: np.ndarray) -> np.ndarray:
     """[S][16][L1] -> [S][L1/4][16][4] (4 consecutive inputs of all 16 outputs are 64 contiguous bytes)."""
     s, o, n = w0.shape
     return aligned_copy(w0.reshape(s, o, n // 4, 4).transpose(0, 2, 1, 3))
+
+
+def fc0_saturating_groups(w0g: np.ndarray, x_max: int = 255) -> np.ndarray:
+    """uint8[S, ceil(G / 8)] of fc_0's grouped weights ``w0g`` [S][G][16][4]: bit g % 8 of byte g / 8 is set when
+    some output's pair of products (inputs 4g, 4g+1 or 4g+2, 4g+3), with inputs in 0..x_max, can leave int16.
+
+    ``vpmaddubsw`` sums such a pair with int16 saturation, so for inputs above 127 the kernel (AVX2 without
+    VNNI) widens the products only of the marked groups that hold such a byte: Stockfish's net, quantised with
+    its own scales, marks 0-2 of 256 groups a stack; range-based scales (largest weight 127 a row) 6-15."""
+    w = w0g.astype(np.int64).reshape(*w0g.shape[:3], 2, 2)
+    highest = x_max * np.clip(w, 0, None).sum(-1)
+    lowest = -x_max * np.clip(-w, 0, None).sum(-1)
+    groups = ((highest > 32767) | (lowest < -32768)).any(axis=(2, 3))
+    return aligned_copy(np.packbits(groups, axis=1, bitorder="little"))
 
 
 def make_cnet(net, ft_shift: Optional[int] = None, align_ft: bool = True) -> CNet:
@@ -374,13 +391,14 @@ def make_cnet(net, ft_shift: Optional[int] = None, align_ft: bool = True) -> CNe
         raise ValueError(f"the kernel was built for other layer shapes: weights {found}, kernel {want}")
     if not 0 <= ft_shift <= MAX_FT_SHIFT:
         raise ValueError(f"the kernel supports ft_shift 0..{MAX_FT_SHIFT}, not {ft_shift}")
+    w0g = fc0_grouped(np.asarray(a.w0))
     w1 = np.asarray(a.w1)
     w1g = aligned_copy(w1.reshape(stacks, FC1_OUT, FC1_IN_PADDED // 4, 4).transpose(0, 2, 1, 3))
     spec = CNET_SPEC
     cnet = CNet(np.ascontiguousarray(ft_bias),
                 aligned_copy(ft_w) if align_ft and ft_w.ctypes.data % ALIGN else np.ascontiguousarray(ft_w),
                 np.ascontiguousarray(ft_p),
-                aligned_copy(a.b0.astype(spec.b0.dtype)), fc0_grouped(np.asarray(a.w0)),
+                aligned_copy(a.b0.astype(spec.b0.dtype)), w0g, fc0_saturating_groups(w0g),
                 aligned_copy(a.b1.astype(spec.b1.dtype)), w1g,
                 np.ascontiguousarray(a.b2, dtype=spec.b2.dtype), aligned_copy(a.w2.astype(spec.w2.dtype)),
                 np.array([ft_shift], spec.params.dtype))
@@ -431,9 +449,9 @@ def forward_scheme_c(kf, cnet, net, acc, psqt, ply, side, bucket, scratch):
     x, nnz, work = scratch
     qs = net.qscheme[bucket]
     pos = kf.forward_scheme(acc[ply, side].ctypes, acc[ply, 1 - side].ctypes, acc.shape[2], qs.ctypes,
-                            cnet.w0g[bucket].ctypes, cnet.b0[bucket].ctypes, cnet.w1g[bucket].ctypes,
-                            cnet.b1[bucket].ctypes, cnet.w2[bucket].ctypes, cnet.b2[bucket], x.ctypes, nnz.ctypes,
-                            work.ctypes)
+                            cnet.w0g[bucket].ctypes, cnet.fc0_sat[bucket].ctypes, cnet.b0[bucket].ctypes,
+                            cnet.w1g[bucket].ctypes, cnet.b1[bucket].ctypes, cnet.w2[bucket].ctypes, cnet.b2[bucket],
+                            x.ctypes, nnz.ctypes, work.ctypes)
     return psqt_scheme(psqt[ply, side, bucket], psqt[ply, 1 - side, bucket], qs), pos
 
 

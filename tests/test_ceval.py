@@ -110,6 +110,27 @@ def test_one_call_equals_the_stack_walk_for_quantfish_nets(kf, tmp_path, name, r
     assert evaluated > 200 and multi > 20
 
 
+def test_one_call_reads_each_stacks_own_saturating_groups(kf, tmp_path):  # noqa: F811
+    """Without VNNI a 0..255 net's fc_0 takes vpmaddubsw on the groups its stack's map leaves unmarked
+    (``ckernel.fc0_saturating_groups``). Here stack 0's weights are small (nothing marked) and the others' span
+    int8 (nearly every group marked): a stack read with another's map would saturate on the common buckets."""
+    from tests.test_quant_engine import _written
+    from tests.test_quant_schemes import _net, _positions
+    from nnue.quant import calibrate, schemes
+    fnet = _net()
+    qnet = schemes.make("sf", fnet, calibrate.collect(fnet, _positions(200, 3), min_per_stack=64), "nearest", 255)
+    arrays = _written(qnet, tmp_path / "net.qfnn").arrays()
+    rng = np.random.default_rng(11)
+    w0 = rng.integers(-128, 127, size=arrays.w0.shape, endpoint=True).astype(np.int8)
+    w0[0] = rng.integers(-40, 40, size=w0[0].shape, endpoint=True)
+    arrays = arrays._replace(w0=w0, w0t=np.ascontiguousarray(w0.transpose(0, 2, 1)))
+    cnet = ckernel.make_cnet(arrays)
+    marked = np.unpackbits(cnet.fc0_sat, axis=1).sum(axis=1)
+    assert marked[0] == 0 and (marked[1:] > cnet.w0g.shape[1] // 2).all(), marked
+    evaluated, _, _ = _walk(kf, arrays, cnet, True, 78, steps=300, games=2)
+    assert evaluated > 200
+
+
 def test_context_lists_every_field_and_checks_widths(cnet, nnue_arrays):  # noqa: F811
     stack, cache, scratch, cx = _stack_and_context(cnet, nnue_arrays)
     assert cx.shape == (len(EVAL_CONTEXT_FIELDS),) and cx.dtype == np.int64

@@ -3,7 +3,8 @@
 The SIMD variants compute fc_0's input ``clamp(R(a * b), 0, x_hi)`` by one of several code paths, chosen from
 the record (shifts alone in 16-bit lanes when ``ft_hi <= 256``, a multiplier in 16-bit lanes when
 ``ft_hi <= 362``, 32-bit lanes when the product and its multiplier fit 32 bits, plain C otherwise); without
-VNNI, fc_0's non-zero groups holding an input above 127 take a widened path. The head runs in registers for
+VNNI, fc_0's non-zero groups holding an input above 127 take a widened path when their weights could saturate
+``vpmaddubsw`` (``ckernel.fc0_saturating_groups``). The head runs in registers for
 records whose activation sites have divisor 1, no wrap and clamps up to 255 (int32 for shifts, 64-bit products
 for multipliers), in plain C otherwise. The records below reach every path and its edges (the largest 16-bit
 multiplier, shifts past 16, a rounding bit in the top position, divisors and wrapping that force plain C), and
@@ -17,7 +18,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pytest
 
-from nnue.ckernel import fc0_grouped
+from nnue.ckernel import fc0_grouped, fc0_saturating_groups
 from nnue.requant import (
     Q_DIV, Q_HI, Q_MUL, Q_ROUND, Q_SHIFT, Q_WRAP, R_FLOOR, R_NEAREST, R_TRUNC, S_AC0, S_AC1, S_FT, S_PSQT, S_SQR,
     S_SQR_LIMIT, S_X,
@@ -132,8 +133,15 @@ def _acc(rng, l1, ft_hi):
     return acc
 
 
-def _layers(rng, l1):
+def _layers(rng, l1, w0_kind="full"):
+    """Random layers; fc_0's weights span int8 (``full``: nearly every group could saturate vpmaddubsw), or are
+    small but for a few groups that could (``mostly safe``, as on Stockfish's net)."""
     w0 = rng.integers(-128, 127, size=(1, FC0_OUT, l1), endpoint=True).astype(np.int8)
+    if w0_kind == "mostly safe":
+        small = rng.integers(-64, 64, size=w0.shape, endpoint=True).astype(np.int8)
+        keep = np.zeros(l1 // 4, bool)
+        keep[rng.choice(l1 // 4, size=max(2, l1 // 32), replace=False)] = True
+        w0 = np.where(np.repeat(keep, 4)[None, None, :], w0, small)
     b0 = rng.integers(-100000, 100000, size=FC0_OUT).astype(np.int32)
     w1 = rng.integers(-128, 127, size=(FC1_OUT, FC1_IN), endpoint=True).astype(np.int8)
     w1[:, 2 * (FC0_OUT - 1):] = 0
@@ -143,13 +151,17 @@ def _layers(rng, l1):
     return w0, np.ascontiguousarray(fc0_grouped(w0)[0]), b0, w1, w1g, b1, w2, int(rng.integers(-5000, 5000))
 
 
-def _run(kf, acc_us, acc_them, qs, w0g, b0, w1g, b1, w2, b2):
+def _run(kf, acc_us, acc_them, qs, w0g, b0, w1g, b1, w2, b2, sat="map"):
+    """forward_scheme with fc_0's saturating groups as the engine passes them (``sat="map"``), a given map,
+    or None (NULL: every group may saturate)."""
     l1 = acc_us.shape[0]
     x = np.zeros(l1, np.uint8)
     nnz = np.zeros(l1 // 4 + 16, np.int32)
     fc0 = np.zeros(FC0_OUT, np.int32)
-    pos = kf.forward_scheme(_p(acc_us), _p(acc_them), l1, _p(qs), _p(w0g), _p(b0), _p(w1g), _p(b1), _p(w2), b2,
-                            _p(x), _p(nnz), _p(fc0))
+    if isinstance(sat, str):
+        sat = fc0_saturating_groups(w0g[None])[0]
+    pos = kf.forward_scheme(_p(acc_us), _p(acc_them), l1, _p(qs), _p(w0g), None if sat is None else _p(sat),
+                            _p(b0), _p(w1g), _p(b1), _p(w2), b2, _p(x), _p(nnz), _p(fc0))
     return x, fc0, pos
 
 
@@ -159,17 +171,19 @@ def _head(fc0, qs, b1, w1, b2, w2):
 
 @pytest.mark.parametrize("name", list(X_RECORDS))
 @pytest.mark.parametrize("l1", [64, 256, 96])
-def test_fc0_input_and_outputs_equal_numpy(kf, base_records, name, l1):
-    """l1 = 64 and 256 fill whole AVX2 and AVX-512 blocks (256 both); 96 leaves a tail, which runs in C."""
+@pytest.mark.parametrize("weights, sat", [("full", "map"), ("mostly safe", "map"), ("mostly safe", None)])
+def test_fc0_input_and_outputs_equal_numpy(kf, base_records, name, l1, weights, sat):
+    """l1 = 64 and 256 fill whole AVX2 and AVX-512 blocks (256 both); 96 leaves a tail, which runs in C. With
+    mostly small weights, inputs above 127 meet groups that take vpmaddubsw and groups that must not."""
     rec = X_RECORDS[name]
     qs = _with_x(base_records[255 if rec.x_hi > 127 else 127], rec)
     rng = np.random.default_rng(zlib.crc32(f"{name} {l1}".encode()))
-    w0, w0g, b0, w1, w1g, b1, w2, b2 = _layers(rng, l1)
+    w0, w0g, b0, w1, w1g, b1, w2, b2 = _layers(rng, l1, weights)
     for trial in range(12):
         us, them = _acc(rng, l1, rec.ft_hi), _acc(rng, l1, rec.ft_hi)
         if trial == 0:
             us[:], them[:] = rec.ft_hi, 32767          # every product at its largest
-        x, fc0, pos = _run(kf, us, them, qs, w0g, b0, w1g, b1, w2, b2)
+        x, fc0, pos = _run(kf, us, them, qs, w0g, b0, w1g, b1, w2, b2, sat)
         want = _x_reference(us, them, rec)
         assert np.array_equal(x, want), (name, trial, np.flatnonzero(x != want)[:8])
         z0 = (b0.astype(np.int64) + w0[0].astype(np.int64) @ want.astype(np.int64))
@@ -200,6 +214,35 @@ def test_fc0_input_for_every_product(kf, base_records, name):
         x, _, _ = _run(kf, us, them, qs, w0g, b0, w1g, b1, w2, b2)
         want = _x_reference(us, them, rec)
         assert np.array_equal(x, want), (name, k, np.flatnonzero(x != want)[:8])
+
+
+def test_saturating_groups_are_those_whose_products_can_leave_int16():
+    """A group is marked exactly when, for some output, x_a * w_a + x_b * w_b over inputs 0..x_max (the largest
+    and smallest sums are at the corners) leaves int16, here on the edges (for 255: 127 + 1 = 128 is safe, 129
+    not, -128 alone is safe, -128 - 1 not; 151 * 217 = 32767 and 128 * -256 = -32768 exactly) and on random
+    weights of several sizes."""
+    rng = np.random.default_rng(5)
+    edges = [(127, 1), (127, 2), (64, 64), (65, 64), (-128, 0), (-128, -1), (-64, -64), (-65, -64), (127, -128),
+             (-128, 127), (0, 0), (127, 90), (127, 91), (-128, -128)]
+    w0 = np.zeros((3, FC0_OUT, 4 * 64), np.int8)
+    for g, (a, b) in enumerate(edges):
+        w0[0, g % FC0_OUT, 4 * g + 2 * (g % 2):4 * g + 2 * (g % 2) + 2] = (a, b)
+    for s, top in ((1, 80), (2, 127)):
+        w0[s] = rng.integers(-top - (top == 127), top, size=(FC0_OUT, 4 * 64), endpoint=True)
+    w0g = fc0_grouped(w0)
+    for x_max in (255, 151, 129, 128, 127):
+        bits = np.unpackbits(fc0_saturating_groups(w0g, x_max), axis=1, bitorder="little")
+        w = w0g.astype(np.int64).reshape(3, 64, FC0_OUT, 2, 2)
+        corners = [w[..., 0] * xa + w[..., 1] * xb for xa in (0, x_max) for xb in (0, x_max)]
+        want = np.any([(c > 32767) | (c < -32768) for c in corners], axis=0).any(axis=(2, 3))
+        assert np.array_equal(bits[:, :64].astype(bool), want), x_max
+        if x_max == 255:
+            assert [bool(bits[0, g]) for g in range(11)] == [False, True, False, True, False, True, False, True,
+                                                             False, False, False]
+            assert 0 < want[1].sum() < 64 and want[2].sum() > 48     # both kinds occur in the random stacks
+        edge = {g: bool(bits[0, g]) for g in (11, 12, 13)}
+        assert edge == {151: {11: False, 12: True, 13: True}, 128: {11: False, 12: False, 13: False},
+                        129: {11: False, 12: False, 13: True}}.get(x_max, edge), x_max
 
 
 @pytest.mark.parametrize("name", list(X_RECORDS))

@@ -31,8 +31,8 @@ def _summary(views):
     net, cnet, acc, psqt, cache, scratch = views
     flat = ((net.ft_bias, net.ft_weights, net.ft_psqt, net.b0, net.w0, net.w0t, net.b1, net.w1, net.b2, net.w2,
              net.params, net.qscheme)
-            + (cnet.ft_bias, cnet.ft_weights, cnet.ft_psqt, cnet.b0, cnet.w0g, cnet.b1, cnet.w1g, cnet.b2,
-               cnet.w2, cnet.params) + (acc, psqt) + cache + scratch)
+            + (cnet.ft_bias, cnet.ft_weights, cnet.ft_psqt, cnet.b0, cnet.w0g, cnet.fc0_sat, cnet.b1, cnet.w1g,
+               cnet.b2, cnet.w2, cnet.params) + (acc, psqt) + cache + scratch)
     out = np.zeros((netdir.N_ENTRIES, 3), np.int64)
     k = 0
     for v in literal_unroll(flat):

@@ -987,11 +987,13 @@ QF_INLINE vec_t transform_block(const int16_t *a, const int16_t *b, const x_plan
 }
 
 /* Both perspectives with the non-zero groups listed as they are stored (half a multiple of XS_BLK). With
-   `split` (AVX2), groups with a byte above 127 go to nnz_hi instead (their count to *n_hi): vpmaddubsw is
-   exact on the others. */
+   `split` (without VNNI), groups with a byte above 127 go to nnz_hi instead (their count to *n_hi): vpmaddubsw
+   is exact on the others. On AVX2, only the groups `sat` marks (a bit a group, NULL: all) are split off: with
+   the others' weights no pair of products leaves int16. */
 QF_INLINE int64_t transform_scheme_simd(const int16_t *acc_us, const int16_t *acc_them, int64_t half,
                                         const x_plan *p, const int mode, const int nearest, uint8_t *x,
-                                        int32_t *nnz, const int split, int32_t *nnz_hi, int64_t *n_hi)
+                                        int32_t *nnz, const int split, int32_t *nnz_hi, int64_t *n_hi,
+                                        const uint8_t *sat)
 {
     int64_t n = 0, nh = 0;
 #  if defined(QF_USE_AVX512)
@@ -1023,11 +1025,13 @@ QF_INLINE int64_t transform_scheme_simd(const int16_t *acc_us, const int16_t *ac
             if (split) {
                 const __m256i top = _mm256_and_si256(y, _mm256_set1_epi32((int32_t)0x80808080u));
                 const unsigned hm = ~(unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(top, zero)))
-                                    & 0xFFu;
-                const __m256i offh = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)nnz_lut[hm]));
-                _mm256_storeu_si256((__m256i *)(nnz_hi + nh), _mm256_add_epi32(offh, base));
-                nh += __builtin_popcount(hm);
-                m &= ~hm;
+                                    & (sat ? sat[(q * half + j) >> 5] : 0xFFu);
+                if (hm) {       /* rare with a map: few groups' weights can saturate (Stockfish's net: 0-2 of 256) */
+                    const __m256i offh = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)nnz_lut[hm]));
+                    _mm256_storeu_si256((__m256i *)(nnz_hi + nh), _mm256_add_epi32(offh, base));
+                    nh += __builtin_popcount(hm);
+                    m &= ~hm;
+                }
             }
             const __m256i off = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)nnz_lut[m]));
             _mm256_storeu_si256((__m256i *)(nnz + n), _mm256_add_epi32(off, base));
@@ -1037,25 +1041,27 @@ QF_INLINE int64_t transform_scheme_simd(const int16_t *acc_us, const int16_t *ac
     }
     if (split)
         *n_hi = nh;
+    (void)sat;
     return n;
 }
 #endif
 
 /* x = fc_0's input of both perspectives (side to move first) under the record qs; lists the non-zero 4-byte
    groups into nnz and returns their number. One SIMD body per plan, so each loop is free of branches. With
-   nnz_hi (AVX2 without VNNI, x_hi > 127), the groups holding a byte above 127 are listed there instead and
-   counted in *n_hi (every group, when the plan has no SIMD body). */
+   nnz_hi (AVX2 without VNNI, x_hi > 127), the groups holding a byte above 127 that `sat` marks (see
+   transform_scheme_simd) are listed there instead and counted in *n_hi (every group, when the plan has no SIMD
+   body). */
 static int64_t transform_scheme(const int16_t *acc_us, const int16_t *acc_them, int64_t l1, const int64_t *qs,
-                                uint8_t *x, int32_t *nnz, int32_t *nnz_hi, int64_t *n_hi)
+                                uint8_t *x, int32_t *nnz, int32_t *nnz_hi, int64_t *n_hi, const uint8_t *sat)
 {
     const int64_t half = l1 / 2;
 #if defined(XS_BLK)
     const x_plan p = plan_x(qs);
     if (p.mode != XS_SCALAR && half % XS_BLK == 0) {
 #  define BODY(mode, nearest) (nnz_hi ? transform_scheme_simd(acc_us, acc_them, half, &p, mode, nearest, x, nnz, \
-                                                                1, nnz_hi, n_hi)                                \
+                                                                1, nnz_hi, n_hi, sat)                           \
                                       : transform_scheme_simd(acc_us, acc_them, half, &p, mode, nearest, x, nnz, \
-                                                                0, NULL, NULL))
+                                                                0, NULL, NULL, NULL))
         if (p.mode == XS_SHIFT)
             return p.nearest ? BODY(XS_SHIFT, 1) : BODY(XS_SHIFT, 0);
         if (p.mode == XS_SHIFT256)
@@ -1068,6 +1074,7 @@ static int64_t transform_scheme(const int16_t *acc_us, const int16_t *acc_them, 
 #  undef BODY
     }
 #endif
+    (void)sat;
     transform_scheme_scalar(acc_us, half, qs, x);
     transform_scheme_scalar(acc_them, half, qs, x + half);
     if (nnz_hi) {
@@ -1412,22 +1419,36 @@ static void fc0_wide(const int8_t *w0g, const int32_t *b0, const uint8_t *x, con
 }
 #endif
 
-QF_API int64_t QF(forward_scheme)(const int16_t *acc_us, const int16_t *acc_them, int64_t l1, const int64_t *qs,
-                                  const int8_t *w0g, const int32_t *b0, const int8_t *w1g, const int32_t *b1,
-                                  const int8_t *w2, int64_t b2, uint8_t *x, int32_t *nnz, int32_t *fc0_out)
+/* True when the map marks no group ((l1 + 31) / 32 bytes): fc_0 needs no widening whatever its inputs. */
+QF_INLINE int no_group_saturates(const uint8_t *sat, int64_t l1)
 {
-    /* fc_0 over the non-zero 4-byte groups. Inputs above 127 (resolution 255) would saturate vpmaddubsw, so
-       without VNNI the groups holding one take fc0_wide (about a sixth of them on Stockfish's net). */
+    if (!sat)
+        return 0;
+    uint8_t any = 0;
+    for (int64_t i = 0; i < (l1 + 31) / 32; i++)
+        any |= sat[i];
+    return any == 0;
+}
+
+QF_API int64_t QF(forward_scheme)(const int16_t *acc_us, const int16_t *acc_them, int64_t l1, const int64_t *qs,
+                                  const int8_t *w0g, const uint8_t *fc0_sat, const int32_t *b0, const int8_t *w1g,
+                                  const int32_t *b1, const int8_t *w2, int64_t b2, uint8_t *x, int32_t *nnz,
+                                  int32_t *fc0_out)
+{
+    /* fc_0 over the non-zero 4-byte groups. Inputs above 127 (resolution 255) could saturate vpmaddubsw, so
+       without VNNI the groups holding one take fc0_wide, unless fc0_sat says their weights cannot (Stockfish's
+       net: all but 0-2 groups of 256 a stack; nets trained in float: all). */
     int32_t z0[QF_FC0_OUT];
 #if defined(QF_USE_VNNI) || defined(QF_SCALAR)
-    fc0_impl(w0g, b0, x, nnz, transform_scheme(acc_us, acc_them, l1, qs, x, nnz, NULL, NULL), z0);
+    (void)fc0_sat;
+    fc0_impl(w0g, b0, x, nnz, transform_scheme(acc_us, acc_them, l1, qs, x, nnz, NULL, NULL, NULL), z0);
 #else
-    if (QF_ROW(qs, QF_S_X)[QF_SCHEME_Q_HI] <= 127) {
-        fc0_impl(w0g, b0, x, nnz, transform_scheme(acc_us, acc_them, l1, qs, x, nnz, NULL, NULL), z0);
+    if (QF_ROW(qs, QF_S_X)[QF_SCHEME_Q_HI] <= 127 || no_group_saturates(fc0_sat, l1)) {
+        fc0_impl(w0g, b0, x, nnz, transform_scheme(acc_us, acc_them, l1, qs, x, nnz, NULL, NULL, NULL), z0);
     } else {
         int32_t nnz_hi[l1 / 4 + 16];
         int64_t n_hi = 0;
-        const int64_t n = transform_scheme(acc_us, acc_them, l1, qs, x, nnz, nnz_hi, &n_hi);
+        const int64_t n = transform_scheme(acc_us, acc_them, l1, qs, x, nnz, nnz_hi, &n_hi, fc0_sat);
         fc0_impl(w0g, b0, x, nnz, n, z0);
         fc0_wide(w0g, z0, x, nnz_hi, n_hi, z0);
     }
@@ -1625,7 +1646,9 @@ QF_API int64_t QF(evaluate)(const int64_t *cx, int64_t ply, const int8_t *board,
     if (qscheme) {
         /* A Quantfish-format net: its scheme record's forward pass and PSQT requantisation. */
         const int64_t *qs = qscheme + bucket * QF_SCHEME_SITES * QF_SCHEME_ROW;
-        const int64_t positional = QF(forward_scheme)(us, them, l1, qs, w0g, b0, w1g, b1, w2, b2, x, nnz, fc0_out);
+        const uint8_t *fc0_sat = CX_PTR(cx, const uint8_t, FC0_SAT) + bucket * ((l1 + 31) / 32);
+        const int64_t positional = QF(forward_scheme)(us, them, l1, qs, w0g, fc0_sat, b0, w1g, b1, w2, b2, x, nnz,
+                                                      fc0_out);
         return pack_outputs(requant_row(d, QF_ROW(qs, QF_S_PSQT), 0), positional);
     }
     const int64_t positional = QF(forward)(us, them, l1, cx[QF_CX_FT_SHIFT], w0g, b0, w1g, b1, w2, b2, x, nnz,

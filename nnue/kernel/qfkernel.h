@@ -64,12 +64,16 @@ QF_API int64_t QF(forward)(const int16_t *acc_us, const int16_t *acc_them, int64
 
 /* forward for a Quantfish-format net: the same layers with the requantisations and clamps of its scheme
    record, qs = one stack's packed rows (int64[QF_S_* sites][QF_SCHEME_ROW], nnue/requant.py). Exact for
-   activations up to 255: without VNNI, fc_0 then widens its weights to int16 (vpmaddwd) instead of using
-   vpmaddubsw, and fc_1 always does. Returns positional; fc0_out is left holding fc_0's outputs. x: l1 bytes,
-   nnz: l1/4 + 16 entries. w1g is fc_1's weights as in head. */
+   activations up to 255: without VNNI, fc_0 widens its weights to int16 (vpmaddwd) instead of using
+   vpmaddubsw for the 4-input groups whose input has a byte above 127 and whose weights could saturate
+   vpmaddubsw with it, as fc0_sat marks them (bit g % 8 of byte g / 8 for group g, (l1 + 31) / 32 bytes;
+   ckernel.fc0_saturating_groups; NULL: every group), and fc_1 splits bytes above 127 into two exact halves.
+   Returns positional; fc0_out is left holding fc_0's outputs. x: l1 bytes, nnz: l1/4 + 16 entries. w1g is
+   fc_1's weights as in head. */
 QF_API int64_t QF(forward_scheme)(const int16_t *acc_us, const int16_t *acc_them, int64_t l1, const int64_t *qs,
-                                  const int8_t *w0g, const int32_t *b0, const int8_t *w1g, const int32_t *b1,
-                                  const int8_t *w2, int64_t b2, uint8_t *x, int32_t *nnz, int32_t *fc0_out);
+                                  const int8_t *w0g, const uint8_t *fc0_sat, const int32_t *b0, const int8_t *w1g,
+                                  const int32_t *b1, const int8_t *w2, int64_t b2, uint8_t *x, int32_t *nnz,
+                                  int32_t *fc0_out);
 
 /* The search's evaluation at ply: for each perspective not yet computed at ply, walk back to the nearest
    computed ply and apply the move records forward (ply by ply, marking each computed), or, when the
