@@ -988,8 +988,8 @@ QF_INLINE vec_t transform_block(const int16_t *a, const int16_t *b, const x_plan
 
 /* Both perspectives with the non-zero groups listed as they are stored (half a multiple of XS_BLK). With
    `split` (without VNNI), groups with a byte above 127 go to nnz_hi instead (their count to *n_hi): vpmaddubsw
-   is exact on the others. On AVX2, only the groups `sat` marks (a bit a group, NULL: all) are split off: with
-   the others' weights no pair of products leaves int16. */
+   is exact on the others. On AVX2 only the groups `sat` marks (a bit a group, NULL: all) are split off, the
+   others' weights keeping every pair of products within int16; AVX-512 splits all of them. */
 QF_INLINE int64_t transform_scheme_simd(const int16_t *acc_us, const int16_t *acc_them, int64_t half,
                                         const x_plan *p, const int mode, const int nearest, uint8_t *x,
                                         int32_t *nnz, const int split, int32_t *nnz_hi, int64_t *n_hi,
