@@ -297,3 +297,21 @@ def test_net_speed_compares_a_quantfish_file_with_the_plain_net(sf_float, nnue_n
     assert ratios_a == [1.0] * 3 and len(ratios_b) == 3 and all(r > 0 for r in ratios_b)
     assert net_speed.main([str(tmp_path / "missing.nnue")]) == 1
     assert "net_speed:" in capsys.readouterr().err
+
+
+def test_forward_speed_times_the_plain_and_the_scheme_pass(sf_float, nnue_net, tmp_path, capsys):
+    """``nnue.tools.forward_speed`` (the README's forward-call figures): a row a net, the first net's ratio 1,
+    each pass timed; a missing net or an unknown kernel variant is a message, not a traceback."""
+    from nnue.tools import forward_speed
+    path = tmp_path / "sf255.qfnn"
+    qformat.write_qnet(schemes.make("sf", sf_float, None, "nearest", 255), path)
+    try:
+        rows = forward_speed.measure([nnue_net.path, str(path)], rounds=3, positions=20)
+    except ckernel.KernelUnavailable as exc:
+        pytest.skip(f"no C kernel here: {exc}")
+    assert [r[0] for r in rows] == [nnue_net.path, str(path)]
+    assert rows[0][2] == 1.0 and all(r[1] > 0 and r[2] > 0 for r in rows)
+    assert forward_speed.main([str(tmp_path / "missing.nnue")]) == 1
+    assert forward_speed.main([nnue_net.path, "--variant", "nonesuch"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("forward_speed:") == 2 and "nonesuch" in err
