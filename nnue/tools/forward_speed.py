@@ -17,32 +17,11 @@ import sys
 import time
 
 from nnue import ckernel
-from nnue.jit import njit
 from nnue.netfile import NetFileError, load_net
 from nnue.netpath import resolve_net_path
-from nnue.tools.kernel_bench import reference_positions
+from nnue.tools.kernel_bench import loop_forward_c, loop_forward_scheme_c, reference_positions
 
 PASSES = 20     # passes over the positions a net makes in one round
-
-
-@njit(cache=True, nogil=True)
-def _passes_plain(kf, cnet, acc, psqt, sides, buckets, reps, scratch):
-    s = 0
-    for _ in range(reps):
-        for i in range(acc.shape[0]):
-            p, q = ckernel.forward_c(kf, cnet, acc, psqt, i, sides[i], buckets[i], scratch)
-            s += p + q
-    return s
-
-
-@njit(cache=True, nogil=True)
-def _passes_scheme(kf, cnet, net, acc, psqt, sides, buckets, reps, scratch):
-    s = 0
-    for _ in range(reps):
-        for i in range(acc.shape[0]):
-            p, q = ckernel.forward_scheme_c(kf, cnet, net, acc, psqt, i, sides[i], buckets[i], scratch)
-            s += p + q
-    return s
 
 
 def _timer(kf, path, positions):
@@ -53,8 +32,9 @@ def _timer(kf, path, positions):
     acc, psqt, sides, buckets, _, _ = reference_positions(arrays, positions)
     scratch = ckernel.make_cscratch(arrays.ft_bias.shape[0])
     if net.scheme is None:
-        return acc.shape[0], lambda reps: _passes_plain(kf, cnet, acc, psqt, sides, buckets, reps, scratch)
-    return acc.shape[0], lambda reps: _passes_scheme(kf, cnet, arrays, acc, psqt, sides, buckets, reps, scratch)
+        return acc.shape[0], lambda reps: loop_forward_c(kf, cnet, acc, psqt, sides, buckets, reps, scratch)
+    return acc.shape[0], lambda reps: loop_forward_scheme_c(kf, cnet, arrays, acc, psqt, sides, buckets, reps,
+                                                            scratch)
 
 
 def measure(nets, rounds=30, positions=300, variant=None):

@@ -64,6 +64,17 @@ def loop_forward_c(kf, cnet, acc, psqt, sides, buckets, reps, scratch):
 
 
 @njit(cache=True, nogil=True)
+def loop_forward_scheme_c(kf, cnet, net, acc, psqt, sides, buckets, reps, scratch):
+    """``loop_forward_c`` for a Quantfish-format net (``net`` its ``Net.arrays()``): its scheme's pass."""
+    s = 0
+    for _ in range(reps):
+        for i in range(acc.shape[0]):
+            p, q = ckernel.forward_scheme_c(kf, cnet, net, acc, psqt, i, sides[i], buckets[i], scratch)
+            s += p + q
+    return s
+
+
+@njit(cache=True, nogil=True)
 def loop_update_numba(net, plies, persps, ksqs, dirty, ndirty, acc, psqt, reps):
     for _ in range(reps):
         for t in range(plies.shape[0]):
