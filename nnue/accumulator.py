@@ -22,9 +22,10 @@ Protocol: when the engine makes a move to ply p it fills ``dirty[p]``/``ndirty[p
 ``computed[p, :] = 0``; the root ply is simply left uncomputed (or refreshed with ``nnue.stack.refresh_ply``).
 Before evaluating at ply p it calls ``nnue.stack.ensure_accumulator(net, acc, psqt, computed, dirty, ndirty, p,
 board, king_sq_white, king_sq_black)`` with the mailbox and king squares of the position *at ply p*. For each
-perspective this walks back to the nearest computed ancestor; if that perspective's own king moved on the
-way (or no ancestor is computed) it refreshes ply p from ``board``, otherwise it applies the deltas forward
-ply by ply and marks each ply computed, so sibling nodes reuse the work (Stockfish's lazy update).
+perspective this walks back to the nearest computed ancestor and applies the deltas forward ply by ply,
+marking each ply computed, so sibling nodes reuse the work (Stockfish's lazy update). If that perspective's
+own king moved on the way, the ply it moved into is refreshed first (from ``board`` with the later deltas
+undone); if no ancestor is computed, ply p is refreshed from ``board``.
 ``net`` is ``Net.arrays()`` (a ``netfile.NetArrays``).
 
 Two nets (Stockfish 17.1's big and small): ``make_pair_stacks`` gives one stack per net with ``dirty`` and

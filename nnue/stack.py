@@ -1,10 +1,11 @@
 """The search stack's lazy accumulators: one walk-back for every evaluation path.
 
 Before a net evaluates at ply p, each perspective's accumulator there must be valid. ``ensure_accumulator``
-walks back to the nearest computed ancestor; if that perspective's king moved on the way (or nothing is
-computed) it refreshes ply p from the board, otherwise it applies the recorded moves forward ply by ply and
-marks each ply computed, so sibling nodes reuse the work (Stockfish's lazy update; the stack protocol is in
-``nnue.accumulator``'s docstring).
+walks back to the nearest computed ancestor and applies the recorded moves forward ply by ply, marking each
+ply computed, so sibling nodes reuse the work (Stockfish's lazy update; the stack protocol is in
+``nnue.accumulator``'s docstring). If that perspective's king moved on the way, into ply q, it first refreshes
+ply q (from the board with the later moves undone; ply p itself when the king moved into p), so that q's other
+children update from it too; if nothing back to the root is computed it refreshes ply p.
 
 One function serves the Numba path and the C kernel, with or without the refresh cache: the optional
 arguments choose the steps. ``kf``/``cnet`` (``nnue.ckernel.KernelFuncs`` and ``CNet``) select the C kernel,
@@ -20,7 +21,7 @@ then its scheme's forward pass on either path (``inference.forward_scheme``, ``c
 The search chooses between the two by a flag of its own; ``net_output_any`` chooses by the net.
 """
 
-from nnue.accumulator import refresh, update
+from nnue.accumulator import NO_SQ, refresh, update
 from nnue.ckernel import forward_c, forward_scheme_c, refresh_c, refresh_cached, refresh_cached_c, update_c
 from nnue.features import king_square
 from nnue.inference import forward, forward_scheme
@@ -39,13 +40,39 @@ def _king_moved(dirty, ndirty, ply, persp):
 
 @njit(cache=True, nogil=True)
 def nearest_computed(computed, dirty, ndirty, ply, persp):
-    """Ply of the nearest computed ancestor reachable by updates, or -1 when a refresh is needed."""
+    """Where ``acc[ply]`` of ``persp`` comes from: the nearest computed ancestor q (``computed[q, persp]``), or,
+    when the perspective's king moved on the way, the ply q the king moved into (not computed), or 0 when
+    nothing back to the root is computed (not computed either)."""
     q = ply
-    while not computed[q, persp]:
-        if q == 0 or _king_moved(dirty, ndirty, q, persp):
-            return -1
+    while not computed[q, persp] and q > 0 and not _king_moved(dirty, ndirty, q, persp):
         q -= 1
     return q
+
+
+@njit(cache=True, nogil=True)
+def take_back(board, dirty, ndirty, ply, q):
+    """Turn ``board``, the mailbox of ply ``ply``, into that of ply q < ply in place: the moves of plies
+    ply..q + 1 undone, each move's destination squares emptied and then its origin squares given back their
+    pieces. ``replay`` turns it back. (The search compiles without allocation: no copy.)"""
+    for p in range(ply, q, -1):
+        for i in range(ndirty[p]):
+            if dirty[p, i, 2] != NO_SQ:
+                board[dirty[p, i, 2]] = 0
+        for i in range(ndirty[p]):
+            if dirty[p, i, 1] != NO_SQ:
+                board[dirty[p, i, 1]] = dirty[p, i, 0]
+
+
+@njit(cache=True, nogil=True)
+def replay(board, dirty, ndirty, q, ply):
+    """Undo ``take_back``: the moves of plies q + 1..ply made again, origins emptied, then destinations set."""
+    for p in range(q + 1, ply + 1):
+        for i in range(ndirty[p]):
+            if dirty[p, i, 1] != NO_SQ:
+                board[dirty[p, i, 1]] = 0
+        for i in range(ndirty[p]):
+            if dirty[p, i, 2] != NO_SQ:
+                board[dirty[p, i, 2]] = dirty[p, i, 0]
 
 
 @njit(cache=True, nogil=True)
@@ -67,16 +94,24 @@ def refresh_one(net, board, persp, ksq, acc_out, psqt_out, scratch=None, cache=N
 def ensure_accumulator(net, acc, psqt, computed, dirty, ndirty, ply, board, king_sq_white, king_sq_black,
                        scratch=None, cache=None, kf=None, cnet=None):
     """Make ``acc[ply]``/``psqt[ply]`` valid for both perspectives; ``board`` and the king squares are the
-    position's at ``ply``. ``net`` is ``Net.arrays()``; see the module docstring for the optional arguments."""
+    position's at ``ply`` (``board`` is changed during the call and restored). ``net`` is ``Net.arrays()``; see
+    the module docstring for the optional arguments."""
     for persp in range(2):
         if computed[ply, persp]:
             continue
         ksq = king_sq_white if persp == 0 else king_sq_black
         q = nearest_computed(computed, dirty, ndirty, ply, persp)
-        if q < 0:
-            refresh_one(net, board, persp, ksq, acc[ply, persp], psqt[ply, persp], scratch, cache, kf, cnet)
-            computed[ply, persp] = 1
-            continue
+        if not computed[q, persp]:
+            if q == ply or q == 0:
+                refresh_one(net, board, persp, ksq, acc[ply, persp], psqt[ply, persp], scratch, cache, kf, cnet)
+                computed[ply, persp] = 1
+                continue
+            # The king moved into ply q, whose accumulator was never needed: refresh q rather than ply, so that
+            # the plies between and q's other children update from it instead of each refreshing.
+            take_back(board, dirty, ndirty, ply, q)
+            refresh_one(net, board, persp, ksq, acc[q, persp], psqt[q, persp], scratch, cache, kf, cnet)
+            replay(board, dirty, ndirty, q, ply)
+            computed[q, persp] = 1
         for p in range(q + 1, ply + 1):
             if kf is None:
                 update(net, persp, ksq, dirty[p], ndirty[p], acc[p - 1, persp], acc[p, persp],

@@ -13,6 +13,7 @@ import pytest
 from numba import njit
 
 from nnue import ceval, ckernel
+from nnue.accumulator import refresh
 from nnue.architecture import EVAL_CONTEXT_FIELDS
 from nnue.inference import bucket_of, make_scratch
 from nnue.pychess_bridge import dirty_pieces, mailbox, set_dirty, side_to_move
@@ -36,6 +37,33 @@ def _stack_and_context(cnet, arrays, qscheme=None):
     return stack, cache, scratch, ceval.context(cnet, stack, cache, scratch, qscheme)
 
 
+def _king_move_above(stack, ply):
+    """[(perspective, q)] where the walk back from ply meets, before any computed ply, a move of that
+    perspective's king into ply q < ply: the accumulator both paths refresh there."""
+    computed, dirty, ndirty = stack[2], stack[3], stack[4]
+    found = []
+    for persp in range(2):
+        q = ply
+        while not computed[q][persp] and q > 0:
+            if any(dirty[q][i][0] == persp * 8 + 6 for i in range(ndirty[q])):
+                if q < ply:
+                    found.append((persp, q))
+                break
+            q -= 1
+    return found
+
+
+def _refreshed(net, board, back, persp):
+    """The accumulator and PSQT sums of ``persp`` from scratch, for ``board`` ``back`` moves earlier."""
+    earlier = board.copy()
+    for _ in range(back):
+        earlier.pop()
+    acc = np.zeros(net.ft_bias.shape[0], np.int16)
+    psqt = np.zeros(net.ft_psqt.shape[1], np.int32)
+    refresh(net, mailbox(earlier), persp, earlier.king(persp == 0), acc, psqt)
+    return acc, psqt
+
+
 def _walk(kf, net, cnet, scheme, seed, steps=500, games=4):
     """Random walks of a search stack; each evaluation by the kernel's one call and by ``nnue.stack`` (Numba)
     on a second stack must agree, and so must every accumulator both have computed."""
@@ -46,7 +74,7 @@ def _walk(kf, net, cnet, scheme, seed, steps=500, games=4):
     n_scratch = make_scratch(l1)            # the Numba forward's buffers (its nnz list is longer)
     reference = net_output_scheme if scheme else net_output
     rng = random.Random(seed)
-    evaluated = multi = refreshed = 0
+    evaluated = multi = refreshed = refreshed_above = 0
     for _ in range(games):
         board = _new_game(rng)
         for s in (c_stack, n_stack):
@@ -77,15 +105,24 @@ def _walk(kf, net, cnet, scheme, seed, steps=500, games=4):
                     multi += 1
                 if any(row[0] & 7 == 6 for row in c_stack[3][ply][:c_stack[4][ply]]):
                     refreshed += 1
+                above = _king_move_above(c_stack, ply)
                 got = _evaluate_c(kf, cx, ply, m, kw, kb, side, bucket)
                 want = reference(net, n_stack, ply, m, kw, kb, side, bucket, n_scratch, n_cache)
                 assert got == want, (board.fen(), ply)
+                assert np.array_equal(m, mailbox(board))     # the Numba walk takes moves back on it and replays them
                 assert c_stack[2][ply].all()
+                for persp, q in above:
+                    # refreshed where the king moved, from the board of that ply, on both paths
+                    assert c_stack[2][q][persp] and n_stack[2][q][persp], (board.fen(), ply, q)
+                    assert np.array_equal(c_stack[0][q][persp], _refreshed(net, board, ply - q, persp)[0])
+                    assert np.array_equal(c_stack[1][q][persp], _refreshed(net, board, ply - q, persp)[1])
+                refreshed_above += len(above)
                 for p in range(ply + 1):
                     if c_stack[2][p].all() and n_stack[2][p].all():
                         assert np.array_equal(c_stack[0][p], n_stack[0][p]), (board.fen(), p)
                         assert np.array_equal(c_stack[1][p], n_stack[1][p]), (board.fen(), p)
                 evaluated += 1
+    assert refreshed_above > 10
     return evaluated, multi, refreshed
 
 

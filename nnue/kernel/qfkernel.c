@@ -1571,6 +1571,24 @@ static void refresh_from_cache(const int64_t *cx, const int8_t *board, int64_t p
                     entry, pentry, entry, pentry, acc_out, psqt_out, rem, nr, add, na);
 }
 
+/* out = the mailbox of ply q, from `board` (ply `ply` > q) with the move records of plies q + 1..ply undone: each
+   move's destination squares emptied, then its origin squares given back their pieces (a captured piece's row
+   has the capture square as origin, a promoted piece's none). */
+static void board_before(const int8_t *board, const int32_t *dirty, const int32_t *ndirty, int64_t ply, int64_t q,
+                         int8_t *out)
+{
+    memcpy(out, board, 64);
+    for (int64_t p = ply; p > q; p--) {
+        const int32_t *row = dirty + p * QF_MAX_DIRTY * 3;
+        for (int64_t i = 0; i < ndirty[p]; i++)
+            if (row[3 * i + 2] != QF_NO_SQ)
+                out[row[3 * i + 2]] = 0;
+        for (int64_t i = 0; i < ndirty[p]; i++)
+            if (row[3 * i + 1] != QF_NO_SQ)
+                out[row[3 * i + 1]] = (int8_t)row[3 * i];
+    }
+}
+
 /* acc[p] = acc[p - 1] updated by the move record of ply p, for one perspective whose king stands on ksq. */
 static void update_from_parent(const int64_t *cx, int64_t p, int64_t persp, int64_t ksq)
 {
@@ -1614,17 +1632,22 @@ QF_API int64_t QF(evaluate)(const int64_t *cx, int64_t ply, const int8_t *board,
             continue;
         const int64_t ksq = persp ? ksq_black : ksq_white;
         int64_t q = ply;
-        while (!computed[q * 2 + persp]) {
-            if (q == 0 || king_moved(dirty, ndirty, q, persp)) {
-                q = -1;
-                break;
-            }
+        while (!computed[q * 2 + persp] && q > 0 && !king_moved(dirty, ndirty, q, persp))
             q--;
-        }
-        if (q < 0) {
-            refresh_from_cache(cx, board, persp, ksq, acc + (ply * 2 + persp) * l1, psqt + (ply * 2 + persp) * nb);
-            computed[ply * 2 + persp] = 1;
-            continue;
+        if (!computed[q * 2 + persp]) {
+            if (q == ply || q == 0) {
+                refresh_from_cache(cx, board, persp, ksq, acc + (ply * 2 + persp) * l1,
+                                   psqt + (ply * 2 + persp) * nb);
+                computed[ply * 2 + persp] = 1;
+                continue;
+            }
+            /* The king moved into ply q, whose accumulator was never needed (its evaluation came from the table
+               or the evaluation cache): refresh ply q, not this one, so that the plies between and q's other
+               children update from it instead of each refreshing (bench: 1.44M refreshes down to 0.55M). */
+            int8_t board_q[64];
+            board_before(board, dirty, ndirty, ply, q, board_q);
+            refresh_from_cache(cx, board_q, persp, ksq, acc + (q * 2 + persp) * l1, psqt + (q * 2 + persp) * nb);
+            computed[q * 2 + persp] = 1;
         }
         for (int64_t p = q + 1; p <= ply; p++) {
             update_from_parent(cx, p, persp, ksq);
