@@ -49,30 +49,32 @@ def nearest_computed(computed, dirty, ndirty, ply, persp):
     return q
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _move_pieces(board, dirty, ndirty, p, vacated, filled):
+    """The move record of ply p on ``board``: the squares in column ``vacated`` of its rows emptied, then those
+    in column ``filled`` given the rows' pieces. Columns (1, 2) make the move; (2, 1) take it back (a captured
+    piece's row has the capture square as origin, a promoted piece's none)."""
+    for i in range(ndirty[p]):
+        if dirty[p, i, vacated] != NO_SQ:
+            board[dirty[p, i, vacated]] = 0
+    for i in range(ndirty[p]):
+        if dirty[p, i, filled] != NO_SQ:
+            board[dirty[p, i, filled]] = dirty[p, i, 0]
+
+
 @njit(cache=True, nogil=True)
 def take_back(board, dirty, ndirty, ply, q):
-    """Turn ``board``, the mailbox of ply ``ply``, into that of ply q < ply in place: the moves of plies
-    ply..q + 1 undone, each move's destination squares emptied and then its origin squares given back their
-    pieces. ``replay`` turns it back. (The search compiles without allocation: no copy.)"""
+    """Turn ``board``, the mailbox of ply ``ply``, into that of ply q < ply in place, the moves of plies
+    ply..q + 1 taken back; ``replay`` turns it back. (The search compiles without allocation: no copy.)"""
     for p in range(ply, q, -1):
-        for i in range(ndirty[p]):
-            if dirty[p, i, 2] != NO_SQ:
-                board[dirty[p, i, 2]] = 0
-        for i in range(ndirty[p]):
-            if dirty[p, i, 1] != NO_SQ:
-                board[dirty[p, i, 1]] = dirty[p, i, 0]
+        _move_pieces(board, dirty, ndirty, p, 2, 1)
 
 
 @njit(cache=True, nogil=True)
 def replay(board, dirty, ndirty, q, ply):
-    """Undo ``take_back``: the moves of plies q + 1..ply made again, origins emptied, then destinations set."""
+    """Undo ``take_back``: the moves of plies q + 1..ply made again."""
     for p in range(q + 1, ply + 1):
-        for i in range(ndirty[p]):
-            if dirty[p, i, 1] != NO_SQ:
-                board[dirty[p, i, 1]] = 0
-        for i in range(ndirty[p]):
-            if dirty[p, i, 2] != NO_SQ:
-                board[dirty[p, i, 2]] = dirty[p, i, 0]
+        _move_pieces(board, dirty, ndirty, p, 1, 2)
 
 
 @njit(cache=True, nogil=True)
