@@ -81,6 +81,58 @@ def gives_check(T, bb, board, st, m):
 
 
 @njit(cache=True, nogil=True)
+def check_info(T, bb, st):
+    """What deciding a check needs of a position, worked out once for all its moves (Stockfish's check
+    squares): the squares from which our pawn, knight, bishop and rook would check the opponent's king, and our
+    pieces that are the one piece between that king and one of our sliders, whose leaving uncovers a check."""
+    us = st[ST_SIDE]
+    c = us * 8
+    ksq = st[ST_KSQ + 1 - us]
+    occ = bb[0] | bb[8]
+    snipers = ((bishop_attacks(T, ksq, U0) & (bb[c + 3] | bb[c + 5]))
+               | (rook_attacks(T, ksq, U0) & (bb[c + 4] | bb[c + 5])))
+    uncovering = U0
+    while snipers:
+        s = lsb(snipers)
+        snipers = pop_lsb(snipers)
+        inside = between(T, ksq, s) & occ
+        if inside != U0 and (inside & (inside - U1)) == U0:
+            uncovering |= inside & bb[c]
+    return (pawn_attacks(T, 1 - us, ksq), knight_attacks(T, ksq), bishop_attacks(T, ksq, occ),
+            rook_attacks(T, ksq, occ), uncovering)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def gives_check_with(T, bb, board, st, m, info):
+    """``gives_check`` from a position's ``check_info``: a direct check when the piece lands on one of its
+    check squares, a discovered one when an uncovering piece leaves the line through the king. Castling, en
+    passant and promotions change more than one square and take ``gives_check``. A slider never checks along
+    the line it leaves: it would have been checking already."""
+    if m & (MOVE_CASTLE | MOVE_EP) or (m >> 12) & 7:
+        return gives_check(T, bb, board, st, m)
+    frm = m & 63
+    to = (m >> 6) & 63
+    pt = board[frm] & 7
+    if pt == 1:
+        direct = info[0]
+    elif pt == 2:
+        direct = info[1]
+    elif pt == 3:
+        direct = info[2]
+    elif pt == 4:
+        direct = info[3]
+    elif pt == 5:
+        direct = info[2] | info[3]
+    else:
+        direct = U0
+    if direct & bit(to):
+        return True
+    if info[4] & bit(frm):
+        return (line(T, st[ST_KSQ + 1 - st[ST_SIDE]], frm) & bit(to)) == U0
+    return False
+
+
+@njit(cache=True, nogil=True)
 def pinned_pieces(T, bb, ksq, us):
     """Own pieces that stand alone between our king and an enemy slider."""
     them = 1 - us

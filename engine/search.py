@@ -20,7 +20,7 @@ from engine.attacks import attackers_by, bishop_attacks, rook_attacks
 from engine.bitops import U0, bit, lsb, pop_lsb, popcount
 from engine.intrinsics import borrowed, prefetch, state_ref
 from engine.movegen import checkers, generate_legal, generate_tactical
-from engine.movegen import gives_check as gives_check_move
+from engine.movegen import check_info, gives_check_with
 from engine.position import (MOVE_CASTLE, MOVE_EP, MOVE_NULL, ST_CASTLE, ST_EP, ST_KEY, ST_KSQ, ST_PLY_FROM_NULL,
                              ST_RULE50, ST_SIDE, make_move, make_null_move)
 from engine.state import MAX_PLY
@@ -955,6 +955,7 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
     # On a principal variation now or before, and not a PV node whose table entry already failed low at
     # this depth: its late moves are reduced less.
     pv_line = tt_pv and not (pv_node and tt_move != 0 and (tt_bound & BOUND_UPPER) != 0 and tt_depth >= depth)
+    info = check_info(T, bb, st)
     i = -1
     while True:
         i += 1
@@ -979,7 +980,7 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
             move_count += n - k
             n = k
             continue
-        gives_check = gives_check_move(T, bb, board, st, m)
+        gives_check = gives_check_with(T, bb, board, st, m, info)
         if prune:
             if quiet and not gives_check:
                 if depth <= 7 and not in_check and ev + 110 + 140 * depth <= alpha and scores[i] < KILLER_SCORE:

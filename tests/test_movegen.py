@@ -3,6 +3,7 @@ import os
 import random
 
 import chess
+import numpy as np
 import pytest
 
 from engine.epd import read_perft_suite
@@ -123,11 +124,14 @@ def test_tactical_moves_are_the_captures_and_queen_promotions():
 
 
 def _check_gives_check(board, cb, T):
-    from engine.movegen import gives_check
+    """Both ways of deciding a check: from the move alone, and from the position's ``check_info``."""
+    from engine.movegen import check_info, gives_check, gives_check_with
+    info = tuple(np.uint64(x) for x in check_info(T, board.bb, board.st))   # as the search holds them
     for m in legal_moves(board):
         move = chess.Move.from_uci(move_to_uci(m, cb.chess960))
-        assert bool(gives_check(T, board.bb, board.board, board.st, m)) == cb.gives_check(move), \
-            (cb.fen(), move.uci())
+        want = cb.gives_check(move)
+        assert bool(gives_check(T, board.bb, board.board, board.st, m)) == want, (cb.fen(), move.uci())
+        assert bool(gives_check_with(T, board.bb, board.board, board.st, m, info)) == want, (cb.fen(), move.uci())
 
 
 def test_gives_check_matches_python_chess():
