@@ -114,8 +114,9 @@ def _walk(kf, net, cnet, scheme, seed, steps=500, games=4):
                 for persp, q in above:
                     # refreshed where the king moved, from the board of that ply, on both paths
                     assert c_stack[2][q][persp] and n_stack[2][q][persp], (board.fen(), ply, q)
-                    assert np.array_equal(c_stack[0][q][persp], _refreshed(net, board, ply - q, persp)[0])
-                    assert np.array_equal(c_stack[1][q][persp], _refreshed(net, board, ply - q, persp)[1])
+                    acc, psqt = _refreshed(net, board, ply - q, persp)
+                    assert np.array_equal(c_stack[0][q][persp], acc)
+                    assert np.array_equal(c_stack[1][q][persp], psqt)
                 refreshed_above += len(above)
                 for p in range(ply + 1):
                     if c_stack[2][p].all() and n_stack[2][p].all():
