@@ -7,8 +7,9 @@ python-chess on the same positions (at smaller depths: it is ~1000x slower) and 
 ``go perft``; the search bench (``engine.bench.run_bench``) with each evaluation path (the best C kernel
 variant, the AVX2 variant, the Numba path) next to Stockfish's ``bench 16 1 13`` run three ways (``STOCKFISH_BENCHES``:
 with its net on quantfish's positions, with its net on its own, and its default mixed bench); the UCI start-up
-(``uciok``, ``readyok``); NNUE evaluations per second (``nnue.tools.bench``) and the C kernel
-against the Numba path (``nnue.tools.kernel_bench``). With ``--startup``, the cold (empty Numba cache) and
+(``uciok``, ``readyok``); the bench positions searched by Stockfish and every path in turn, position by
+position (``interleaved_nps``: the fairest figure on a machine whose speed drifts); NNUE evaluations per
+second (``nnue.tools.bench``) and the C kernel against the Numba path (``nnue.tools.kernel_bench``). With ``--startup``, the cold (empty Numba cache) and
 warm start of ``quantfish perft`` measured on a temporary copy of the package (run as a subprocess, so this
 tool imports nothing from ``uci``). Each Quantfish figure is the median of ``--runs`` runs.
 
@@ -95,9 +96,32 @@ class Stockfish:
             rates.append(n / (time.perf_counter() - start))
         return n, statistics.median(rates)
 
+    def search(self, fen, depth):
+        """(nodes, seconds) of a search of ``fen`` to ``depth`` from an empty hash, as its last ``info`` line
+        reports them (search time alone: no start-up, clearing or pipe)."""
+        self.send("ucinewgame")
+        self.send(f"position fen {fen}")
+        self.send("isready")
+        self.wait("readyok")
+        self.send(f"go depth {depth}")
+        last = None
+        for line in self.p.stdout:
+            if line.startswith("info") and " nodes " in line and " time " in line:
+                last = line
+            elif line.startswith("bestmove"):
+                nodes = int(re.search(r" nodes (\d+)", last).group(1))
+                return nodes, max(int(re.search(r" time (\d+)", last).group(1)), 1) / 1000
+        raise RuntimeError("stockfish exited")
+
     def close(self):
         self.send("quit")
         self.p.wait()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
 
 
 # How Stockfish's bench is run, by name. Its default bench ("mixed") searches every other position with its
@@ -165,6 +189,55 @@ def quantfish_bench_nps(depth, runs, kernels=None, stockfish=None):
         if r:
             out[("stockfish", kind)] = (None, statistics.median(r))
     return out
+
+
+def interleaved_nps(stockfish, depth, rounds, kernels=None, fens=None):
+    """The bench positions searched to ``depth`` by Stockfish (a ``Stockfish`` process, Hash 16) and by each
+    evaluation path in turn, position by position, the order rotating, so that the machine's drift (10-20%
+    between minutes on a shared machine) falls alike on all. Returns ({path status: [nodes of each position]},
+    {path status: [nodes/second over Stockfish's, one a round]}); Stockfish's and the searchers' times are
+    both search time alone."""
+    from engine.bench import DEFAULT_DEPTH
+    from engine.bench_positions import BENCH_FENS
+    from engine.fen import parse_fen
+    from engine.searcher import Limits, Searcher
+    from nnue.netfile import load_net
+    from nnue.netpath import resolve_net_path
+    depth = depth or DEFAULT_DEPTH
+    fens = fens or BENCH_FENS
+    net = load_net(resolve_net_path())
+    searchers = {}
+    for kernel in kernels or evaluation_paths():
+        if kernel.status not in searchers:
+            searchers[kernel.status] = s = Searcher(net, 16, kernel=kernel)
+            s.think(parse_fen(fens[0]), [], Limits(depth=2))      # its code loaded before any timing
+    stockfish.send("setoption name Hash value 16")
+    stockfish.send("setoption name Threads value 1")
+    names = list(searchers) + [None]            # None: Stockfish
+    counts = {status: [0] * len(fens) for status in searchers}
+    ratios = {status: [] for status in searchers}
+    for r in range(rounds):
+        totals = {name: [0, 0.0] for name in names}
+        for i, fen in enumerate(fens):
+            k = (i + r) % len(names)
+            for name in names[k:] + names[:k]:
+                if name is None:
+                    nodes, seconds = stockfish.search(fen, depth)
+                else:
+                    s = searchers[name]
+                    s.clear()
+                    board = parse_fen(fen)
+                    start = time.perf_counter()
+                    s.think(board, [], Limits(depth=depth))
+                    seconds = time.perf_counter() - start
+                    nodes = s.nodes
+                    counts[name][i] = nodes
+                totals[name][0] += nodes
+                totals[name][1] += seconds
+        sf_nps = totals[None][0] / totals[None][1]
+        for status in searchers:
+            ratios[status].append(totals[status][0] / totals[status][1] / sf_nps)
+    return counts, ratios
 
 
 def startup_times():
@@ -246,6 +319,15 @@ def main(argv=None):
             line += "; quantfish/stockfish " + ", ".join(f"{qnps / snps:.3f} ({kind})" for kind, snps in
                                                          sf_rates.items())
         print(line, flush=True)
+
+    if sf_path:
+        print(f"== search bench position by position with Stockfish ({args.runs} rounds: each position searched by "
+              f"Stockfish and every path in turn; medians of the rounds' ratios) ==", flush=True)
+        with Stockfish(sf_path) as sf:
+            _, ratios = interleaved_nps(sf, args.bench_depth, args.runs)
+        for status, r in ratios.items():
+            print(f"quantfish ({status})/stockfish {statistics.median(r):.3f} "
+                  f"(rounds {', '.join(f'{x:.3f}' for x in r)})", flush=True)
 
     if not args.skip_nnue:
         print("== NNUE evaluations (Numba path, with Stockfish for comparison) ==", flush=True)
