@@ -2,16 +2,16 @@
 
     python -m engine.tools.bench_all [--runs N] [--bench-depth D] [--startup] [--skip-nnue]
 
-Perft (bulk-counted leaves) on the start position to depth 6 and Kiwipete to depth 5, next to
-python-chess on the same positions (at smaller depths: it is ~1000x slower) and Stockfish's
-``go perft``; the search bench (``engine.bench.run_bench``) with each evaluation path (the best C kernel
-variant, the AVX2 variant, the Numba path) next to Stockfish's ``bench 16 1 13`` run three ways (``STOCKFISH_BENCHES``:
-with its net on quantfish's positions, with its net on its own, and its default mixed bench); the UCI start-up
-(``uciok``, ``readyok``); the bench positions searched by Stockfish and every path in turn, position by
-position (``interleaved_nps``: the fairest figure on a machine whose speed drifts); NNUE evaluations per
-second (``nnue.tools.bench``) and the C kernel against the Numba path (``nnue.tools.kernel_bench``). With ``--startup``, the cold (empty Numba cache) and
-warm start of ``quantfish perft`` measured on a temporary copy of the package (run as a subprocess, so this
-tool imports nothing from ``uci``). Each Quantfish figure is the median of ``--runs`` runs.
+Perft (bulk-counted leaves) on the start position to depth 6 and Kiwipete to depth 5, next to python-chess on
+the same positions (at smaller depths: it is ~1000x slower) and Stockfish's ``go perft``; the search bench
+(``engine.bench.run_bench``) with each evaluation path (the best C kernel variant, the AVX2 variant, the Numba
+path) next to Stockfish's ``bench 16 1 13`` run three ways (``STOCKFISH_BENCHES``: with its net on quantfish's
+positions, with its net on its own, and its default mixed bench); the bench positions searched by Stockfish and
+every path in turn, position by position (``interleaved_nps``: the fairest figure on a machine whose speed
+drifts); NNUE evaluations per second (``nnue.tools.bench``) and the C kernel against the Numba path
+(``nnue.tools.kernel_bench``); the UCI start-up (``uciok``, ``readyok``). With ``--startup``, the cold (empty
+Numba cache) and warm start of ``quantfish perft`` measured on a temporary copy of the package (run as a
+subprocess, so this tool imports nothing from ``uci``). Each Quantfish figure is the median of ``--runs`` runs.
 
 Stockfish is ``$STOCKFISH`` when set (``STOCKFISH=/path/to/stockfish make bench``: a build for this CPU is
 the fair yardstick), else the installed one; the first line says which.
