@@ -86,18 +86,9 @@ def check_info(T, bb, st):
     squares): the squares from which our pawn, knight, bishop and rook would check the opponent's king, and our
     pieces that are the one piece between that king and one of our sliders, whose leaving uncovers a check."""
     us = st[ST_SIDE]
-    c = us * 8
     ksq = st[ST_KSQ + 1 - us]
     occ = bb[0] | bb[8]
-    snipers = ((bishop_attacks(T, ksq, U0) & (bb[c + 3] | bb[c + 5]))
-               | (rook_attacks(T, ksq, U0) & (bb[c + 4] | bb[c + 5])))
-    uncovering = U0
-    while snipers:
-        s = lsb(snipers)
-        snipers = pop_lsb(snipers)
-        inside = between(T, ksq, s) & occ
-        if inside != U0 and (inside & (inside - U1)) == U0:
-            uncovering |= inside & bb[c]
+    uncovering = blockers(T, bb, ksq, us, us)
     return (pawn_attacks(T, 1 - us, ksq), knight_attacks(T, ksq), bishop_attacks(T, ksq, occ),
             rook_attacks(T, ksq, occ), uncovering)
 
@@ -133,20 +124,28 @@ def gives_check_with(T, bb, board, st, m, info):
 
 
 @njit(cache=True, nogil=True)
-def pinned_pieces(T, bb, ksq, us):
-    """Own pieces that stand alone between our king and an enemy slider."""
-    them = 1 - us
+def blockers(T, bb, ksq, sliders, owner):
+    """Pieces of colour ``owner`` that stand alone between the king on ``ksq`` and a slider of colour
+    ``sliders``: the king's pinned pieces when the sliders are its enemy's and the owner its own side; the
+    pieces whose leaving uncovers a check when sliders and owner are both its enemy's."""
+    c = sliders * 8
     occ = bb[0] | bb[8]
-    snipers = (rook_attacks(T, ksq, U0) & (bb[them * 8 + 4] | bb[them * 8 + 5])) | \
-              (bishop_attacks(T, ksq, U0) & (bb[them * 8 + 3] | bb[them * 8 + 5]))
-    pinned = U0
+    snipers = ((bishop_attacks(T, ksq, U0) & (bb[c + 3] | bb[c + 5]))
+               | (rook_attacks(T, ksq, U0) & (bb[c + 4] | bb[c + 5])))
+    found = U0
     while snipers:
         s = lsb(snipers)
         snipers = pop_lsb(snipers)
-        b = between(T, ksq, s) & occ
-        if b != U0 and pop_lsb(b) == U0:
-            pinned |= b & bb[us * 8]
-    return pinned
+        inside = between(T, ksq, s) & occ
+        if inside != U0 and (inside & (inside - U1)) == U0:
+            found |= inside & bb[owner * 8]
+    return found
+
+
+@njit(cache=True, nogil=True, inline="always")
+def pinned_pieces(T, bb, ksq, us):
+    """Own pieces that stand alone between our king and an enemy slider."""
+    return blockers(T, bb, ksq, 1 - us, us)
 
 
 @njit(cache=True, nogil=True, inline="always")
