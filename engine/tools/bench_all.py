@@ -161,19 +161,26 @@ def evaluation_paths():
     return paths
 
 
-def quantfish_bench_nps(depth, runs, kernels=None, stockfish=None):
-    """{path status: (nodes, median nodes/second)}, the paths' runs interleaved so load hits all alike; with
-    ``stockfish`` (a path) its bench runs in the same rounds in each way of ``STOCKFISH_BENCHES``, under the
-    keys ("stockfish", kind)."""
+def _searchers(kernels):
+    """{kernel status: Searcher (Hash 16) on the default net}, one a distinct path of ``kernels`` (default:
+    ``evaluation_paths()``)."""
     from engine.searcher import Searcher
     from nnue.netfile import load_net
     from nnue.netpath import resolve_net_path
-    from engine.bench import run_bench
     net = load_net(resolve_net_path())
     searchers = {}
     for kernel in kernels or evaluation_paths():
         if kernel.status not in searchers:
             searchers[kernel.status] = Searcher(net, 16, kernel=kernel)
+    return searchers
+
+
+def quantfish_bench_nps(depth, runs, kernels=None, stockfish=None):
+    """{path status: (nodes, median nodes/second)}, the paths' runs interleaved so load hits all alike; with
+    ``stockfish`` (a path) its bench runs in the same rounds in each way of ``STOCKFISH_BENCHES``, under the
+    keys ("stockfish", kind)."""
+    from engine.bench import run_bench
+    searchers = _searchers(kernels)
     results = {status: [] for status in searchers}
     sf_rates = {kind: [] for kind in STOCKFISH_BENCHES}
     with tempfile.TemporaryDirectory() as tmp:
@@ -200,17 +207,12 @@ def interleaved_nps(stockfish, depth, rounds, kernels=None, fens=None):
     from engine.bench import DEFAULT_DEPTH
     from engine.bench_positions import BENCH_FENS
     from engine.fen import parse_fen
-    from engine.searcher import Limits, Searcher
-    from nnue.netfile import load_net
-    from nnue.netpath import resolve_net_path
+    from engine.searcher import Limits
     depth = depth or DEFAULT_DEPTH
     fens = fens or BENCH_FENS
-    net = load_net(resolve_net_path())
-    searchers = {}
-    for kernel in kernels or evaluation_paths():
-        if kernel.status not in searchers:
-            searchers[kernel.status] = s = Searcher(net, 16, kernel=kernel)
-            s.think(parse_fen(fens[0]), [], Limits(depth=2))      # its code loaded before any timing
+    searchers = _searchers(kernels)
+    for s in searchers.values():
+        s.think(parse_fen(fens[0]), [], Limits(depth=2))      # its code loaded before any timing
     stockfish.send("setoption name Hash value 16")
     stockfish.send("setoption name Threads value 1")
     names = list(searchers) + [None]            # None: Stockfish
