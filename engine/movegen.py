@@ -192,17 +192,29 @@ def _pin_limited(T, s, t, pinned, ksq):
 @njit(cache=True, nogil=True)
 def generate_legal(T, bb, board, st, moves):
     """Fills ``moves`` with every legal move and returns how many."""
-    return _generate(T, bb, board, st, moves, True)
+    return _generate(T, bb, board, st, moves, True, checkers(T, bb, st))
 
 
 @njit(cache=True, nogil=True)
 def generate_tactical(T, bb, board, st, moves):
     """Legal captures and queen promotions for quiescence search; every evasion when in check."""
-    return _generate(T, bb, board, st, moves, False)
+    return _generate(T, bb, board, st, moves, False, checkers(T, bb, st))
+
+
+@njit(cache=True, nogil=True)
+def generate_legal_with(T, bb, board, st, moves, chk):
+    """``generate_legal`` for a position whose checkers ``chk`` are known (the search finds them first)."""
+    return _generate(T, bb, board, st, moves, True, chk)
+
+
+@njit(cache=True, nogil=True)
+def generate_tactical_with(T, bb, board, st, moves, chk):
+    """``generate_tactical`` for a position whose checkers ``chk`` are known."""
+    return _generate(T, bb, board, st, moves, False, chk)
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _generate(T, bb, board, st, moves, quiets):
+def _generate(T, bb, board, st, moves, quiets, chk):
     us = st[ST_SIDE]
     them = 1 - us
     own = bb[us * 8]
@@ -211,7 +223,6 @@ def _generate(T, bb, board, st, moves, quiets):
     ksq = st[ST_KSQ + us]
     n = 0
 
-    chk = attackers_by(T, bb, ksq, occ, them)
     if chk != U0:
         quiets = True
     n = _add_targets(moves, n, ksq, _safe_king_targets(T, bb, ksq, king_attacks(T, ksq) & (~own if quiets else enemy),

@@ -19,7 +19,7 @@ import numpy as np
 from engine.attacks import attackers_by, bishop_attacks, rook_attacks
 from engine.bitops import U0, bit, lsb, pop_lsb, popcount
 from engine.intrinsics import borrowed, prefetch, state_ref
-from engine.movegen import checkers, generate_legal, generate_tactical
+from engine.movegen import checkers, generate_legal_with, generate_tactical_with
 from engine.movegen import check_info, gives_check_with
 from engine.position import (MOVE_CASTLE, MOVE_EP, MOVE_NULL, ST_CASTLE, ST_EP, ST_KEY, ST_KSQ, ST_PLY_FROM_NULL,
                              ST_RULE50, ST_SIDE, make_move, make_null_move)
@@ -698,7 +698,8 @@ def qsearch(T, S, ply, alpha, beta):
     if st[ST_RULE50] >= 100 or insufficient_material(bb) or is_repetition(S.keys, st, idx, ctl.root_index):
         return 0
     side = st[ST_SIDE]
-    in_check = checkers(T, bb, st) != U0
+    chk = checkers(T, bb, st)
+    in_check = chk != U0
     if ply >= MAX_PLY - 1:
         return 0 if in_check else static_eval(S, ply, bb, board, st, _optimism(ctl, side))
 
@@ -739,7 +740,7 @@ def qsearch(T, S, ply, alpha, beta):
 
     moves = S.moves[ply]
     scores = S.scores[ply]
-    k = generate_tactical(T, bb, board, st, moves)
+    k = generate_tactical_with(T, bb, board, st, moves, chk)
     if k == 0 and in_check:
         return -MATE + ply
     _score_moves(T, S, ply, k, tt_move, bb, board, side, S.cur_move[ply - 1] if ply > 0 else 0)
@@ -931,7 +932,7 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
 
     moves = S.moves[ply]
     scores = S.scores[ply]
-    n = generate_legal(T, bb, board, st, moves)
+    n = generate_legal_with(T, bb, board, st, moves, chk)
     if n == 0:
         return -MATE + ply if in_check else 0
     if root and ctl.n_root > 0:

@@ -94,9 +94,10 @@ def test_illegal_uci_move_is_refused():
 
 
 def test_tactical_moves_are_the_captures_and_queen_promotions():
-    """Quiescence's generator: legal captures, en passant and queen promotions, or every evasion in check."""
+    """Quiescence's generator: legal captures, en passant and queen promotions, or every evasion in check; given
+    the position's checkers (``*_with``, as the search calls them), both generators give the same moves."""
     import numpy as np
-    from engine.movegen import checkers, generate_tactical
+    from engine.movegen import checkers, generate_legal_with, generate_tactical, generate_tactical_with
     from engine.position import MOVE_EP
     from engine.tables import tables
     rng = random.Random(99)
@@ -109,7 +110,12 @@ def test_tactical_moves_are_the_captures_and_queen_promotions():
             board = parse_fen(cb.fen())
             n = generate_tactical(T, board.bb, board.board, board.st, buf)
             got = sorted(int(m) for m in buf[:n])
+            chk = np.uint64(checkers(T, board.bb, board.st))     # a uint64, as the search holds it
+            n = generate_tactical_with(T, board.bb, board.board, board.st, buf, chk)  # as the search calls it
+            assert sorted(int(m) for m in buf[:n]) == got
+            n = generate_legal_with(T, board.bb, board.board, board.st, buf, chk)
             legal = legal_moves(board)
+            assert sorted(int(m) for m in buf[:n]) == sorted(legal)
             if checkers(T, board.bb, board.st):
                 want = sorted(legal)
             else:
