@@ -36,15 +36,17 @@ def warm_search_leaves(searcher):
     second process has them in the cache before the search's compile reaches them. The search compiles them
     itself when they are not there: a change of those types costs time, not correctness."""
     from engine.fen import parse_fen
-    from engine.movegen import generate_legal, generate_tactical, gives_check
+    from engine.movegen import checkers, generate_legal, generate_legal_with, generate_tactical_with, gives_check
     from engine.search import see_ge
     from engine.tbprobe import probe_wdl
     S, T = searcher.S, searcher.T
     board = parse_fen(WARM_FEN)
     searcher._setup(board, [])
     bb, squares, st, moves = S.bbs[0], S.boards[0], S.sts[0], S.moves[0]
-    generate_tactical(T, bb, squares, st, moves)
-    move = moves[generate_legal(T, bb, squares, st, moves) - 1]
+    chk = np.uint64(checkers(T, bb, st))       # a uint64, as the search holds it
+    generate_tactical_with(T, bb, squares, st, moves, chk)
+    generate_legal_with(T, bb, squares, st, moves, chk)
+    move = moves[generate_legal(T, bb, squares, st, moves) - 1]     # the tablebase probe's generator
     gives_check(T, bb, squares, st, move)
     see_ge(T, bb, squares, int(board.side), move, -100)
     probe_wdl(T, S.tb, S.bbs, S.boards, S.sts, S.moves, 0, S.tb_scratch)
