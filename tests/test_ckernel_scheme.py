@@ -341,10 +341,21 @@ HEAD_RECORDS = {
                                            (S_AC1, (45, R_TRUNC, [2 ** 31 - 1] * 32, None)))),
     "products past 2^32": HeadRecord(255, ((S_AC0, (0, R_FLOOR, [2 ** 31 - 1] * 15, None)),
                                            (S_AC1, (3, R_NEAREST, [2 ** 20 + 1] * 32, None)))),
-    # the general head: a multiplier of 2^32, a clamp above 255, a limit above 32767, a divisor, wrapping
+    # square limits past 32767 (range-row's on Stockfish's net reach 110,000): squares past 2^31, which the SIMD
+    # heads hold in 64-bit lanes (the scalar one takes the general head)
+    "limit 32768": HeadRecord(255, limit=[32768] * 16),
+    "limit 65536": HeadRecord(255, ((S_SQR, (24, R_NEAREST, None, None)),), limit=[65536, 46341, 54864, 1] * 4),
+    "limit 2^31 - 1, shift 30": HeadRecord(127, ((S_SQR, (30, R_FLOOR, None, None)),),
+                                           limit=[2 ** 31 - 1, 110282, 3, 2 ** 20] * 4),
+    "limits 110282, multipliers": HeadRecord(255, ((S_SQR, (35, R_NEAREST, [32130, 16833, 2 ** 31 - 1, 1] * 4,
+                                                            None)),), limit=[110282, 83808, 65535, 49885] * 4),
+    # the general head: a multiplier of 2^32, a clamp above 255, a limit of 2^31, a square times its multiplier
+    # past 2^63 with the rounding addend (int64 wraps there, in the Numba head and, -fwrapv, in C's general head
+    # alike), a divisor, wrapping
     "multiplier 2^32": HeadRecord(255, ((S_AC0, (40, R_NEAREST, [2 ** 32] * 15, None)),)),
     "ac_1 clamp 256": HeadRecord(255, ((S_AC1, (None, None, None, [256] * 32)),)),
-    "limit 32768": HeadRecord(255, limit=[32768] * 16),
+    "limit 2^31": HeadRecord(255, limit=[2 ** 31] * 16),
+    "square past 2^63": HeadRecord(255, ((S_SQR, (62, R_NEAREST, [2 ** 31 - 1] * 15, None)),), limit=[65535] * 16),
     "divisor": HeadRecord(127, div=(S_AC1, 3)),
     "wrap": HeadRecord(127, wrap=S_AC0),
 }

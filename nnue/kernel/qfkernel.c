@@ -1132,15 +1132,18 @@ QF_INLINE void fc1_scheme(const int8_t *w1g, const int32_t *b1, const int32_t *i
     }
 }
 
-/* Records whose three activation sites (the square, fc_0's and fc_1's ClippedReLU) have divisor 1, no wrap,
-   clamps 0..255 and a square limit <= 32767 (Stockfish's arithmetic, its 0..255 variant, power-of-two and
-   calibrated schemes) take a head in registers. A site of plain shifts (multiplier 1, shift <= 30) fits int32:
+/* Records whose three activation sites (the square, fc_0's and fc_1's ClippedReLU) have divisor 1, no wrap and
+   clamps 0..255 (Stockfish's arithmetic, its 0..255 variant, power-of-two and calibrated schemes) take a head in
+   registers. The square's limit must be <= 32767 for the scalar variant; the SIMD ones square a larger limit
+   (calibrated records' reach 110,000 on Stockfish's net) in 64-bit lanes (HEAD_SQR64), as long as the square
+   times the row's multiplier plus the rounding addend stays below 2^63, where the Numba head's int64 would
+   wrap. A site of plain shifts (multiplier 1, shift <= 30) fits int32:
    the square is below 2^30, and a shift rounded to nearest is ((v >> (s - 1)) + 1) >> 1, equal to
    (v + 2^(s-1)) >> s without its overflow (v is first kept below INT32_MAX, which leaves every clamped result
    as it was). A site with multipliers below 2^31 (shift <= 62) computes v * mul in 64 bits (HEAD_MUL64_*).
    Either way a negative value clamps to 0 under floor and trunc alike. Returns 0 for other records, else
    1 when every fc_1 input is <= 127 (vpmaddubsw is exact) or 2 when some may reach 255, plus the MUL64 bits. */
-enum { HEAD_FC1_WIDE = 2, HEAD_MUL64_SQR = 4, HEAD_MUL64_AC0 = 8, HEAD_MUL64_AC1 = 16 };
+enum { HEAD_FC1_WIDE = 2, HEAD_MUL64_SQR = 4, HEAD_MUL64_AC0 = 8, HEAD_MUL64_AC1 = 16, HEAD_SQR64 = 32 };
 
 /* The multipliers of n rows of a site: 0 when all are 1 (a shift site, if its shift is <= 30), 1 when all lie in
    0..2^31-1 (HEAD_MUL64), -1 otherwise. n is a constant at each call, so the loop vectorises. */
@@ -1178,11 +1181,23 @@ static int lean_head_plan(const int64_t *qs)
     }
     for (int o = 0; o < QF_FC1_OUT; o++)
         hi_out |= (uint64_t)QF_ROW(qs, QF_S_AC1)[QF_SCHEME_Q_HI + o];
-    if (((hi_in | hi_out) & ~(uint64_t)255) || (lim & ~(uint64_t)32767))
+    if ((hi_in | hi_out) & ~(uint64_t)255)
         return 0;
 #if !defined(QF_USE_AVX2) && !defined(QF_USE_AVX512)
-    if (plan)
+    if (plan || (lim & ~(uint64_t)32767))
         return 0;        /* the scalar variant's lean_head has no 64-bit sites: the general head is as good */
+#else
+    if (msq || (lim & ~(uint64_t)32767)) {
+        const int64_t s = qsq[QF_SCHEME_Q_SHIFT];
+        const unsigned __int128 add = qsq[QF_SCHEME_Q_ROUND] == 2 && s > 0 ? (unsigned __int128)1 << (s - 1) : 0;
+        for (int o = 0; o < QF_FC0_OUT - 1; o++) {
+            const uint64_t l = (uint64_t)QF_ROW(qs, QF_S_SQR_LIMIT)[QF_SCHEME_Q_HI + o];
+            if (l > INT32_MAX
+                || (unsigned __int128)l * l * (uint64_t)qsq[QF_SCHEME_Q_MUL + o] + add > (unsigned __int128)INT64_MAX)
+                return 0;
+        }
+        plan |= HEAD_SQR64;
+    }
 #endif
     return plan | ((hi_in & ~(uint64_t)127) ? HEAD_FC1_WIDE : 1);
 }
@@ -1297,6 +1312,29 @@ QF_INLINE __m256i mulshift8(__m256i v, const int64_t *q, int o, __m256i hi)
     return _mm256_blend_epi32(pe, _mm256_slli_epi64(po, 32), 0xAA);
 }
 
+/* clamp(R(c * c * mul[o..o+7]), 0, hi) for c in 0..2^31-1 (HEAD_SQR64): the squares in 64-bit lanes (vpmuludq
+   of the even and the odd lanes), then times the multiplier in two 32-bit halves, t * m = lo(t) * m +
+   (hi(t) * m << 32); lean_head_plan has checked that the sum with the addend stays below 2^63. */
+QF_INLINE __m256i sqshift8(__m256i c, const int64_t *q, int o, __m256i hi)
+{
+    const __m256i m = narrow8(q + QF_SCHEME_Q_MUL + o);
+    const int s = (int)q[QF_SCHEME_Q_SHIFT];
+    const __m256i add = _mm256_set1_epi64x(q[QF_SCHEME_Q_ROUND] == 2 && s > 0 ? (int64_t)1 << (s - 1) : 0);
+    const __m128i sh = _mm_cvtsi32_si128(s);
+    const __m256i lo32 = _mm256_set1_epi64x(0xFFFFFFFF);
+    const __m256i hi_e = _mm256_and_si256(hi, lo32), hi_o = _mm256_srli_epi64(hi, 32);
+    const __m256i ce = c, co = _mm256_srli_epi64(c, 32), me = m, mo = _mm256_srli_epi64(m, 32);
+    const __m256i te = _mm256_mul_epu32(ce, ce), to = _mm256_mul_epu32(co, co);
+#  define TIMES(t, mm) _mm256_add_epi64(_mm256_mul_epu32((t), (mm)),                                          \
+                                       _mm256_slli_epi64(_mm256_mul_epu32(_mm256_srli_epi64((t), 32), (mm)), 32))
+    __m256i pe = _mm256_srl_epi64(_mm256_add_epi64(TIMES(te, me), add), sh);
+    __m256i po = _mm256_srl_epi64(_mm256_add_epi64(TIMES(to, mo), add), sh);
+#  undef TIMES
+    pe = _mm256_blendv_epi8(pe, hi_e, _mm256_cmpgt_epi64(pe, hi_e));
+    po = _mm256_blendv_epi8(po, hi_o, _mm256_cmpgt_epi64(po, hi_o));
+    return _mm256_blend_epi32(pe, _mm256_slli_epi64(po, 32), 0xAA);
+}
+
 /* R(v) of a shift site (SHIFT_ROWS in eight lanes). */
 QF_INLINE __m256i shift_round8(__m256i v, const int64_t *q)
 {
@@ -1321,10 +1359,10 @@ static int64_t lean_head(const int32_t *z0, const int64_t *qs, int plan, const i
         const __m256i v = _mm256_loadu_si256((const __m256i *)(z0 + 8 * k));
         const __m256i lim = narrow8(qlim + QF_SCHEME_Q_HI + 8 * k);
         const __m256i c = _mm256_min_epi32(_mm256_abs_epi32(_mm256_max_epi32(v, _mm256_sub_epi32(zero, lim))), lim);
-        const __m256i c2 = _mm256_mullo_epi32(c, c), sq_hi = narrow8(qsq + QF_SCHEME_Q_HI + 8 * k),
-                      h_hi = narrow8(q0 + QF_SCHEME_Q_HI + 8 * k);
-        sq[k] = (plan & HEAD_MUL64_SQR) ? mulshift8(c2, qsq, 8 * k, sq_hi)
-                                        : _mm256_min_epi32(shift_round8(c2, qsq), sq_hi);
+        const __m256i sq_hi = narrow8(qsq + QF_SCHEME_Q_HI + 8 * k), h_hi = narrow8(q0 + QF_SCHEME_Q_HI + 8 * k);
+        /* a limit <= 32767 with shifts only: the square in int32 */
+        sq[k] = (plan & HEAD_SQR64) ? sqshift8(c, qsq, 8 * k, sq_hi)
+                                    : _mm256_min_epi32(shift_round8(_mm256_mullo_epi32(c, c), qsq), sq_hi);
         h[k] = (plan & HEAD_MUL64_AC0) ? mulshift8(v, q0, 8 * k, h_hi)
                                        : _mm256_min_epi32(_mm256_max_epi32(shift_round8(v, q0), zero), h_hi);
     }
