@@ -803,7 +803,8 @@ static void transform_scheme_scalar(const int16_t *acc, int64_t half, const int6
    floor, trunc (the same: a * b >= 0) or nearest with a multiplier >= 0, else the scalar loop runs.
    XS_16: ft_hi <= 255, so a * b fits an unsigned 16-bit lane. With mul' = mul << k and s' = s + k (the same
    value) chosen so that mul' <= 32767 and s' >= 17, h = (a * b * mul') >> 16 is one vpmulhuw, floor is
-   h >> (s' - 16) and nearest adds bit s' - 17 of h (bit s' - 1 of the product), with nothing to overflow.
+   h >> (s' - 16) and nearest adds bit s' - 17 of h (bit s' - 1 of the product): ((h >> (s' - 17)) + 1) >> 1,
+   one vpavgw, with nothing to overflow.
    XS_32: a * b (one vpmaddwd on zero-extended lanes) times mul plus the rounding addend fits 32 unsigned
    bits; one vpmulld and a logical shift.
    XS_SHIFT: XS_16 without a multiplier (mul 1, 1 <= s <= 16: Stockfish's arithmetic and its 0..255 variant):
@@ -911,12 +912,12 @@ QF_INLINE vec_t transform_block(const int16_t *a, const int16_t *b, const x_plan
             h0 = _mm512_add_epi16(h0, _mm512_mullo_epi16(_mm512_mulhi_epu16(a0, b0), m));
             h1 = _mm512_add_epi16(h1, _mm512_mullo_epi16(_mm512_mulhi_epu16(a1, b1), m));
         }
-        v0 = _mm512_srl_epi16(h0, k);
-        v1 = _mm512_srl_epi16(h1, k);
-        if (nearest) {
-            const __m512i one = _mm512_set1_epi16(1);
-            v0 = _mm512_add_epi16(v0, _mm512_and_si512(_mm512_srl_epi16(h0, k1), one));
-            v1 = _mm512_add_epi16(v1, _mm512_and_si512(_mm512_srl_epi16(h1, k1), one));
+        if (nearest) {      /* ((h >> (k - 1)) + 1) >> 1 in one vpavgw: bit k - 1 of h added to h >> k */
+            v0 = _mm512_avg_epu16(_mm512_srl_epi16(h0, k1), zero);
+            v1 = _mm512_avg_epu16(_mm512_srl_epi16(h1, k1), zero);
+        } else {
+            v0 = _mm512_srl_epi16(h0, k);
+            v1 = _mm512_srl_epi16(h1, k);
         }
     } else {
         const __m512i m = _mm512_set1_epi32((int32_t)p->m32), add = _mm512_set1_epi32((int32_t)p->add32);
@@ -964,12 +965,12 @@ QF_INLINE vec_t transform_block(const int16_t *a, const int16_t *b, const x_plan
             h0 = _mm256_add_epi16(h0, _mm256_mullo_epi16(_mm256_mulhi_epu16(a0, b0), m));
             h1 = _mm256_add_epi16(h1, _mm256_mullo_epi16(_mm256_mulhi_epu16(a1, b1), m));
         }
-        v0 = _mm256_srl_epi16(h0, k);
-        v1 = _mm256_srl_epi16(h1, k);
-        if (nearest) {
-            const __m256i one = _mm256_set1_epi16(1);
-            v0 = _mm256_add_epi16(v0, _mm256_and_si256(_mm256_srl_epi16(h0, k1), one));
-            v1 = _mm256_add_epi16(v1, _mm256_and_si256(_mm256_srl_epi16(h1, k1), one));
+        if (nearest) {      /* ((h >> (k - 1)) + 1) >> 1 in one vpavgw: bit k - 1 of h added to h >> k */
+            v0 = _mm256_avg_epu16(_mm256_srl_epi16(h0, k1), zero);
+            v1 = _mm256_avg_epu16(_mm256_srl_epi16(h1, k1), zero);
+        } else {
+            v0 = _mm256_srl_epi16(h0, k);
+            v1 = _mm256_srl_epi16(h1, k);
         }
     } else {
         const __m256i m = _mm256_set1_epi32((int32_t)p->m32), add = _mm256_set1_epi32((int32_t)p->add32);
