@@ -129,6 +129,77 @@ def test_tactical_moves_are_the_captures_and_queen_promotions():
     assert checked > 2000
 
 
+def _candidate_moves(rng, legal, others):
+    """Moves to try on a position: its legal moves, every legal move of other positions (pins, checks and
+    castling rights differ there), those with their flags or promotion changed, and random encodings."""
+    from engine.position import MOVE_CASTLE, MOVE_EP
+    cands = set(legal) | set(others)
+    for m in list(cands):
+        cands.add(m ^ MOVE_EP)
+        cands.add(m ^ MOVE_CASTLE)
+        cands.add((m & ~(7 << 12)) | (rng.randrange(8) << 12))
+    cands.update(rng.randrange(1 << 17) for _ in range(64))
+    cands.update((0, 65, -1))
+    return cands
+
+
+@pytest.mark.parametrize("chess960", [False, True])
+def test_a_single_move_is_legal_exactly_when_generated(chess960):
+    """``is_legal_with`` (the search's check of the table's move before it generates the others) against
+    membership in ``generate_legal_with``'s list, on random games' positions, for the legal moves of the
+    position and of nearby ones, with flags and promotions altered, and for random encodings."""
+    from engine.movegen import checkers, generate_legal_with, is_legal_with
+    from engine.tables import tables
+    rng = random.Random(4242 + chess960)
+    T = tables()
+    buf = np.empty(256, dtype=np.int32)
+    recent = []
+    tried = accepted = 0
+    for game in range(16):
+        cb = chess.Board.from_chess960_pos(rng.randrange(960)) if chess960 else chess.Board()
+        while not cb.is_game_over() and cb.ply() < 160:
+            board = parse_fen(cb.fen(), chess960=chess960) if chess960 else parse_fen(cb.fen())
+            chk = np.uint64(checkers(T, board.bb, board.st))
+            n = generate_legal_with(T, board.bb, board.board, board.st, buf, chk)
+            legal = [int(m) for m in buf[:n]]
+            others = [m for ms in recent for m in ms]
+            for m in _candidate_moves(rng, legal, others):
+                got = bool(is_legal_with(T, board.bb, board.board, board.st, np.int64(m), chk, buf))
+                assert got == (m in legal), (cb.fen(), m, move_to_uci(m, chess960) if m > 0 else m)
+                tried += 1
+                accepted += got
+            recent = (recent + [legal])[-6:]
+            cb.push(rng.choice(list(cb.legal_moves)))
+    assert tried > 50000 and accepted > 3000
+
+
+@pytest.mark.parametrize("fen", [
+    "4r2k/8/8/8/R6b/8/R7/4K3 w - - 0 1",                  # double check: capturing or blocking one checker fails
+    "4r2k/8/8/8/8/8/4R3/4K3 w - - 0 1",                   # a rook pinned on its file moves along it only
+    "7k/8/8/8/1b6/8/3N4/4K3 w - - 0 1",                   # a pinned knight never moves
+    "8/2p5/3p4/KP5r/1R3p1k/8/4P1P1/8 b - - 0 1",          # pawns, a king next to checks
+    "n3k3/1P6/8/8/8/8/8/4K3 w - - 0 1",                   # promotions by a push and a capture
+    "4k3/8/8/2KPp2r/8/8/8/8 w - e6 0 1",                  # en passant that would uncover a check
+])
+def test_every_move_encoding_of_special_positions(fen):
+    """Every from-to pair with every promotion field and flag on positions chosen for the rules that a single
+    move's test must know: double check, pins, promotions, en passant."""
+    from engine.movegen import checkers, generate_legal_with, is_legal_with
+    from engine.position import MOVE_CASTLE, MOVE_EP
+    from engine.tables import tables
+    T = tables()
+    board = parse_fen(fen)
+    buf = np.empty(256, dtype=np.int32)
+    chk = np.uint64(checkers(T, board.bb, board.st))
+    legal = {int(m) for m in buf[:generate_legal_with(T, board.bb, board.board, board.st, buf, chk)]}
+    for frm in range(64):
+        for to in range(64):
+            for extra in (0, 2 << 12, 5 << 12, MOVE_EP, MOVE_CASTLE):
+                m = frm | (to << 6) | extra
+                got = bool(is_legal_with(T, board.bb, board.board, board.st, np.int64(m), chk, buf))
+                assert got == (m in legal), (fen, move_to_uci(m, False))
+
+
 def _check_gives_check(board, cb, T):
     """Both ways of deciding a check: from the move alone, and from the position's ``check_info``."""
     from engine.movegen import check_info, gives_check, gives_check_with
