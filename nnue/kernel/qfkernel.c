@@ -1294,46 +1294,49 @@ QF_INLINE __m256i narrow8(const int64_t *p)
     return _mm256_permute2x128_si256(a, b, 0x20);
 }
 
+/* clamp(R(p), 0, hi) of eight 64-bit products of a site (pe: rows o, o+2, ..; po: rows o+1, o+3, ..) below
+   2^63 with the rounding addend, as int32 lanes in row order: the logical shift and the signed compare with hi
+   are exact there. */
+QF_INLINE __m256i round_clamp8(__m256i pe, __m256i po, const int64_t *q, __m256i hi)
+{
+    const int s = (int)q[QF_SCHEME_Q_SHIFT];
+    const __m256i add = _mm256_set1_epi64x(q[QF_SCHEME_Q_ROUND] == 2 && s > 0 ? (int64_t)1 << (s - 1) : 0);
+    const __m128i sh = _mm_cvtsi32_si128(s);
+    const __m256i hi_e = _mm256_and_si256(hi, _mm256_set1_epi64x(0xFFFFFFFF)), hi_o = _mm256_srli_epi64(hi, 32);
+    pe = _mm256_srl_epi64(_mm256_add_epi64(pe, add), sh);
+    po = _mm256_srl_epi64(_mm256_add_epi64(po, add), sh);
+    pe = _mm256_blendv_epi8(pe, hi_e, _mm256_cmpgt_epi64(pe, hi_e));
+    po = _mm256_blendv_epi8(po, hi_o, _mm256_cmpgt_epi64(po, hi_o));
+    return _mm256_blend_epi32(pe, _mm256_slli_epi64(po, 32), 0xAA);
+}
+
 /* clamp(R(v * mul[o..o+7]), 0, hi) of a site with multipliers (HEAD_MUL64_*): v is first made >= 0, so that
    the unsigned 32 x 32 -> 64-bit products (below 2^62) plus the rounding addend fit 63 bits. */
 QF_INLINE __m256i mulshift8(__m256i v, const int64_t *q, int o, __m256i hi)
 {
     v = _mm256_max_epi32(v, _mm256_setzero_si256());
     const __m256i m = narrow8(q + QF_SCHEME_Q_MUL + o);
-    const int s = (int)q[QF_SCHEME_Q_SHIFT];
-    const __m256i add = _mm256_set1_epi64x(q[QF_SCHEME_Q_ROUND] == 2 && s > 0 ? (int64_t)1 << (s - 1) : 0);
-    const __m128i sh = _mm_cvtsi32_si128(s);
-    const __m256i lo32 = _mm256_set1_epi64x(0xFFFFFFFF);
-    const __m256i hi_e = _mm256_and_si256(hi, lo32), hi_o = _mm256_srli_epi64(hi, 32);
-    __m256i pe = _mm256_srl_epi64(_mm256_add_epi64(_mm256_mul_epu32(v, m), add), sh);
-    __m256i po = _mm256_srl_epi64(_mm256_add_epi64(_mm256_mul_epu32(_mm256_srli_epi64(v, 32),
-                                                                    _mm256_srli_epi64(m, 32)), add), sh);
-    pe = _mm256_blendv_epi8(pe, hi_e, _mm256_cmpgt_epi64(pe, hi_e));
-    po = _mm256_blendv_epi8(po, hi_o, _mm256_cmpgt_epi64(po, hi_o));
-    return _mm256_blend_epi32(pe, _mm256_slli_epi64(po, 32), 0xAA);
+    return round_clamp8(_mm256_mul_epu32(v, m), _mm256_mul_epu32(_mm256_srli_epi64(v, 32), _mm256_srli_epi64(m, 32)),
+                        q, hi);
+}
+
+/* t * m for 64-bit t and the low 32 bits of m, in two 32-bit halves: lo(t) * m + (hi(t) * m << 32), exact
+   while the product is below 2^64. */
+QF_INLINE __m256i mul64x32(__m256i t, __m256i m)
+{
+    const __m256i hi_part = _mm256_mul_epu32(_mm256_srli_epi64(t, 32), m);
+    return _mm256_add_epi64(_mm256_mul_epu32(t, m), _mm256_slli_epi64(hi_part, 32));
 }
 
 /* clamp(R(c * c * mul[o..o+7]), 0, hi) for c in 0..2^31-1 (HEAD_SQR64): the squares in 64-bit lanes (vpmuludq
-   of the even and the odd lanes), then times the multiplier in two 32-bit halves, t * m = lo(t) * m +
-   (hi(t) * m << 32); lean_head_plan has checked that the sum with the addend stays below 2^63. */
+   of the even and the odd lanes), then times the multiplier; lean_head_plan has checked that the product with
+   the addend stays below 2^63. */
 QF_INLINE __m256i sqshift8(__m256i c, const int64_t *q, int o, __m256i hi)
 {
     const __m256i m = narrow8(q + QF_SCHEME_Q_MUL + o);
-    const int s = (int)q[QF_SCHEME_Q_SHIFT];
-    const __m256i add = _mm256_set1_epi64x(q[QF_SCHEME_Q_ROUND] == 2 && s > 0 ? (int64_t)1 << (s - 1) : 0);
-    const __m128i sh = _mm_cvtsi32_si128(s);
-    const __m256i lo32 = _mm256_set1_epi64x(0xFFFFFFFF);
-    const __m256i hi_e = _mm256_and_si256(hi, lo32), hi_o = _mm256_srli_epi64(hi, 32);
-    const __m256i ce = c, co = _mm256_srli_epi64(c, 32), me = m, mo = _mm256_srli_epi64(m, 32);
-    const __m256i te = _mm256_mul_epu32(ce, ce), to = _mm256_mul_epu32(co, co);
-#  define TIMES(t, mm) _mm256_add_epi64(_mm256_mul_epu32((t), (mm)),                                          \
-                                       _mm256_slli_epi64(_mm256_mul_epu32(_mm256_srli_epi64((t), 32), (mm)), 32))
-    __m256i pe = _mm256_srl_epi64(_mm256_add_epi64(TIMES(te, me), add), sh);
-    __m256i po = _mm256_srl_epi64(_mm256_add_epi64(TIMES(to, mo), add), sh);
-#  undef TIMES
-    pe = _mm256_blendv_epi8(pe, hi_e, _mm256_cmpgt_epi64(pe, hi_e));
-    po = _mm256_blendv_epi8(po, hi_o, _mm256_cmpgt_epi64(po, hi_o));
-    return _mm256_blend_epi32(pe, _mm256_slli_epi64(po, 32), 0xAA);
+    const __m256i co = _mm256_srli_epi64(c, 32);
+    return round_clamp8(mul64x32(_mm256_mul_epu32(c, c), m),
+                        mul64x32(_mm256_mul_epu32(co, co), _mm256_srli_epi64(m, 32)), q, hi);
 }
 
 /* R(v) of a shift site (SHIFT_ROWS in eight lanes). */
