@@ -313,69 +313,6 @@ def _generate(T, bb, board, st, moves, quiets, chk):
 
 
 @njit(cache=True, nogil=True)
-def is_legal_with(T, bb, board, st, m, chk, moves):
-    """True when ``m`` is one of ``generate_legal_with``'s moves, decided for that move alone: the search plays
-    the table's move before it generates the others, and a table entry may hold a move of another position (a
-    key collision, or another thread's store). The same pins and check mask as ``_generate``; castling and en
-    passant, rare as table moves, are looked up in the generated list (``moves`` is scratch for that)."""
-    if m <= 0 or m & ~(MOVE_EP | MOVE_CASTLE | 0x7FFF):
-        return False
-    us = st[ST_SIDE]
-    frm = m & 63
-    to = (m >> 6) & 63
-    promo = (m >> 12) & 7
-    p = board[frm]
-    if p == 0 or (p >> 3) != us or frm == to:
-        return False
-    if m & (MOVE_EP | MOVE_CASTLE):
-        n = generate_legal_with(T, bb, board, st, moves, chk)
-        for i in range(n):
-            if moves[i] == m:
-                return True
-        return False
-    own = bb[us * 8]
-    if own & bit(to):
-        return False
-    them = 1 - us
-    occ = own | bb[them * 8]
-    ksq = st[ST_KSQ + us]
-    pt = p & 7
-    last_rank = 7 if us == 0 else 0
-    if pt == 1:
-        if (to >> 3 == last_rank) != (promo != 0) or promo == 1 or promo > 5:
-            return False
-    elif promo != 0:
-        return False
-    if pt == 6:
-        return (king_attacks(T, ksq) & bit(to)) != U0 and not is_attacked(T, bb, to, occ ^ bit(ksq), them)
-    if chk != U0:
-        if pop_lsb(chk) != U0:
-            return False            # double check: only the king moves
-        mask = between(T, ksq, lsb(chk)) | chk
-    else:
-        mask = ~own
-    if pt == 2:
-        targets = knight_attacks(T, frm)
-    elif pt == 3:
-        targets = bishop_attacks(T, frm, occ)
-    elif pt == 4:
-        targets = rook_attacks(T, frm, occ)
-    elif pt == 5:
-        targets = bishop_attacks(T, frm, occ) | rook_attacks(T, frm, occ)
-    else:
-        up = 8 if us == 0 else -8
-        targets = pawn_attacks(T, us, frm) & bb[them * 8]
-        if board[frm + up] == 0:
-            targets |= bit(frm + up)
-            if frm >> 3 == (1 if us == 0 else 6) and board[frm + 2 * up] == 0:
-                targets |= bit(frm + 2 * up)
-    if (targets & mask & bit(to)) == U0:
-        return False
-    # a pinned piece moves only along the line through our king
-    return (pinned_pieces(T, bb, ksq, us) & bit(frm)) == U0 or (line(T, ksq, frm) & bit(to)) != U0
-
-
-@njit(cache=True, nogil=True)
 def _can_castle(T, bb, us, ksq, rs, occ):
     """Castling with the rook on ``rs`` (the right held, the king not in check): the squares the king and rook
     pass over and land on are empty, and none the king crosses or lands on is attacked."""

@@ -19,7 +19,7 @@ import numpy as np
 from engine.attacks import attackers_by, bishop_attacks, rook_attacks
 from engine.bitops import U0, bit, lsb, pop_lsb, popcount
 from engine.intrinsics import borrowed, prefetch, state_ref
-from engine.movegen import checkers, generate_legal_with, generate_tactical_with, is_legal_with
+from engine.movegen import checkers, generate_legal_with, generate_tactical_with
 from engine.movegen import check_info, gives_check_with
 from engine.position import (MOVE_CASTLE, MOVE_EP, MOVE_NULL, ST_CASTLE, ST_EP, ST_KEY, ST_KSQ, ST_PLY_FROM_NULL,
                              ST_RULE50, ST_SIDE, make_move, make_null_move)
@@ -932,28 +932,19 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
 
     moves = S.moves[ply]
     scores = S.scores[ply]
-    # Staged: the table's move, once shown legal, is searched before the other moves are generated, so a node
-    # whose table move fails high (most cut nodes that have one) never generates or scores the rest.
-    staged = (not root and tt_move != 0 and tt_move != excluded
-              and is_legal_with(T, bb, board, st, tt_move, chk, moves))
-    if staged:
-        moves[0] = tt_move
-        scores[0] = TT_MOVE_SCORE
-        n = 1
-    else:
-        n = generate_legal_with(T, bb, board, st, moves, chk)
-        if n == 0:
-            return -MATE + ply if in_check else 0
-        if root and ctl.n_root > 0:
-            k = 0
-            for i in range(n):
-                for j in range(ctl.n_root):
-                    if S.root_moves[j] == moves[i]:
-                        moves[k] = moves[i]
-                        k += 1
-                        break
-            n = k
-        _score_moves(T, S, ply, n, tt_move, bb, board, side, prev_move)
+    n = generate_legal_with(T, bb, board, st, moves, chk)
+    if n == 0:
+        return -MATE + ply if in_check else 0
+    if root and ctl.n_root > 0:
+        k = 0
+        for i in range(n):
+            for j in range(ctl.n_root):
+                if S.root_moves[j] == moves[i]:
+                    moves[k] = moves[i]
+                    k += 1
+                    break
+        n = k
+    _score_moves(T, S, ply, n, tt_move, bb, board, side, prev_move)
 
     quiets = S.quiets[ply]
     n_quiets = 0
@@ -972,20 +963,7 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
     while True:
         i += 1
         if i >= n:
-            if not staged:
-                break
-            # The table's move did not fail high: the others now, the list as generating them first and
-            # picking the table's move would leave it (that move swapped to the front), scored now.
-            staged = False
-            n = generate_legal_with(T, bb, board, st, moves, chk)
-            for j in range(n):
-                if moves[j] == tt_move:
-                    moves[j] = moves[0]
-                    moves[0] = tt_move
-                    break
-            _score_moves(T, S, ply, n, tt_move, bb, board, side, prev_move)
-            if i >= n:
-                break
+            break
         m = _pick_move(T, bb, board, side, moves, scores, i, n)
         if m == excluded:
             continue
