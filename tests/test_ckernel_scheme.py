@@ -341,7 +341,7 @@ HEAD_RECORDS = {
                                            (S_AC1, (45, R_TRUNC, [2 ** 31 - 1] * 32, None)))),
     "products past 2^32": HeadRecord(255, ((S_AC0, (0, R_FLOOR, [2 ** 31 - 1] * 15, None)),
                                            (S_AC1, (3, R_NEAREST, [2 ** 20 + 1] * 32, None)))),
-    # square limits past 32767 (range-row's on Stockfish's net reach 110,000): squares past 2^31, which the SIMD
+    # square limits past 32767 (range-row's on Stockfish's net reach 110,000): squares up to 2^62, which the SIMD
     # heads hold in 64-bit lanes (the scalar one takes the general head)
     "limit 32768": HeadRecord(255, limit=[32768] * 16),
     "limit 65536": HeadRecord(255, ((S_SQR, (24, R_NEAREST, None, None)),), limit=[65536, 46341, 54864, 1] * 4),

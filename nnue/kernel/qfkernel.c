@@ -1136,7 +1136,7 @@ QF_INLINE void fc1_scheme(const int8_t *w1g, const int32_t *b1, const int32_t *i
 /* Records whose three activation sites (the square, fc_0's and fc_1's ClippedReLU) have divisor 1, no wrap and
    clamps 0..255 (Stockfish's arithmetic, its 0..255 variant, power-of-two and calibrated schemes) take a head in
    registers. The square's limit must be <= 32767 for the scalar variant; the SIMD ones square a larger limit
-   (calibrated records' reach 110,000 on Stockfish's net) in 64-bit lanes (HEAD_SQR64), as long as the square
+   (calibrated records' reach 110,000 on Stockfish's net) in 64-bit lanes (HEAD_MUL64_SQR), as long as the square
    times the row's multiplier plus the rounding addend stays below 2^63, where the Numba head's int64 would
    wrap. A site of plain shifts (multiplier 1, shift <= 30) fits int32:
    the square is below 2^30, and a shift rounded to nearest is ((v >> (s - 1)) + 1) >> 1, equal to
@@ -1144,7 +1144,7 @@ QF_INLINE void fc1_scheme(const int8_t *w1g, const int32_t *b1, const int32_t *i
    as it was). A site with multipliers below 2^31 (shift <= 62) computes v * mul in 64 bits (HEAD_MUL64_*).
    Either way a negative value clamps to 0 under floor and trunc alike. Returns 0 for other records, else
    1 when every fc_1 input is <= 127 (vpmaddubsw is exact) or 2 when some may reach 255, plus the MUL64 bits. */
-enum { HEAD_FC1_WIDE = 2, HEAD_MUL64_SQR = 4, HEAD_MUL64_AC0 = 8, HEAD_MUL64_AC1 = 16, HEAD_SQR64 = 32 };
+enum { HEAD_FC1_WIDE = 2, HEAD_MUL64_SQR = 4, HEAD_MUL64_AC0 = 8, HEAD_MUL64_AC1 = 16 };
 
 /* The multipliers of n rows of a site: 0 when all are 1 (a shift site, if its shift is <= 30), 1 when all lie in
    0..2^31-1 (HEAD_MUL64), -1 otherwise. n is a constant at each call, so the loop vectorises. */
@@ -1197,7 +1197,7 @@ static int lean_head_plan(const int64_t *qs)
                 || (unsigned __int128)l * l * (uint64_t)qsq[QF_SCHEME_Q_MUL + o] + add > (unsigned __int128)INT64_MAX)
                 return 0;
         }
-        plan |= HEAD_SQR64;
+        plan |= HEAD_MUL64_SQR;     /* the square in 64-bit lanes, multipliers or not */
     }
 #endif
     return plan | ((hi_in & ~(uint64_t)127) ? HEAD_FC1_WIDE : 1);
@@ -1328,7 +1328,7 @@ QF_INLINE __m256i mul64x32(__m256i t, __m256i m)
     return _mm256_add_epi64(_mm256_mul_epu32(t, m), _mm256_slli_epi64(hi_part, 32));
 }
 
-/* clamp(R(c * c * mul[o..o+7]), 0, hi) for c in 0..2^31-1 (HEAD_SQR64): the squares in 64-bit lanes (vpmuludq
+/* clamp(R(c * c * mul[o..o+7]), 0, hi) for c in 0..2^31-1 (HEAD_MUL64_SQR): the squares in 64-bit lanes (vpmuludq
    of the even and the odd lanes), then times the multiplier; lean_head_plan has checked that the product with
    the addend stays below 2^63. */
 QF_INLINE __m256i sqshift8(__m256i c, const int64_t *q, int o, __m256i hi)
@@ -1365,8 +1365,8 @@ static int64_t lean_head(const int32_t *z0, const int64_t *qs, int plan, const i
         const __m256i c = _mm256_min_epi32(_mm256_abs_epi32(_mm256_max_epi32(v, _mm256_sub_epi32(zero, lim))), lim);
         const __m256i sq_hi = narrow8(qsq + QF_SCHEME_Q_HI + 8 * k), h_hi = narrow8(q0 + QF_SCHEME_Q_HI + 8 * k);
         /* a limit <= 32767 with shifts only: the square in int32 */
-        sq[k] = (plan & HEAD_SQR64) ? sqshift8(c, qsq, 8 * k, sq_hi)
-                                    : _mm256_min_epi32(shift_round8(_mm256_mullo_epi32(c, c), qsq), sq_hi);
+        sq[k] = (plan & HEAD_MUL64_SQR) ? sqshift8(c, qsq, 8 * k, sq_hi)
+                                        : _mm256_min_epi32(shift_round8(_mm256_mullo_epi32(c, c), qsq), sq_hi);
         h[k] = (plan & HEAD_MUL64_AC0) ? mulshift8(v, q0, 8 * k, h_hi)
                                        : _mm256_min_epi32(_mm256_max_epi32(shift_round8(v, q0), zero), h_hi);
     }
