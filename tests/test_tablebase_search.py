@@ -99,7 +99,7 @@ def test_threads_probe_the_tables_too(nnue_net):
     s = Searcher(nnue_net, 8)
     s.set_threads(2)
     s.set_tablebases(Tablebases(str(require(TABLES))))
-    best, _, _ = s.think(parse_fen(CAPTURE_INTO_TABLES), [], Limits(nodes=20_000))
+    best, _, _ = s.think(parse_fen(CAPTURE_INTO_TABLES), [], Limits(nodes=400_000))
     assert move_to_uci(best, False) == "d3d1"
     assert s.pool.helpers[0].ctl["tb_pieces"][0] == 4 and s.pool.helpers[0].S.tb is s.S.tb
     assert int(s.pool.helpers[0].ctl["tb_hits"][0]) > 0
