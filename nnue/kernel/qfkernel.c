@@ -1191,11 +1191,18 @@ static int lean_head_plan(const int64_t *qs)
     if (msq || (lim & ~(uint64_t)32767)) {
         const int64_t s = qsq[QF_SCHEME_Q_SHIFT];
         const unsigned __int128 add = qsq[QF_SCHEME_Q_ROUND] == 2 && s > 0 ? (unsigned __int128)1 << (s - 1) : 0;
-        for (int o = 0; o < QF_FC0_OUT - 1; o++) {
-            const uint64_t l = (uint64_t)QF_ROW(qs, QF_S_SQR_LIMIT)[QF_SCHEME_Q_HI + o];
-            if (l > INT32_MAX
-                || (unsigned __int128)l * l * (uint64_t)qsq[QF_SCHEME_Q_MUL + o] + add > (unsigned __int128)INT64_MAX)
-                return 0;
+        uint64_t mul_or = 0;
+        for (int o = 0; o < QF_FC0_OUT - 1; o++)
+            mul_or |= (uint64_t)qsq[QF_SCHEME_Q_MUL + o];
+        /* The ORs bound every row's limit and multiplier from above: when their square times their product fits,
+           every row's does (calibrated records), and no row needs its own 128-bit product. */
+        if (lim > INT32_MAX || (unsigned __int128)lim * lim * mul_or + add > (unsigned __int128)INT64_MAX) {
+            for (int o = 0; o < QF_FC0_OUT - 1; o++) {
+                const uint64_t l = (uint64_t)QF_ROW(qs, QF_S_SQR_LIMIT)[QF_SCHEME_Q_HI + o];
+                if (l > INT32_MAX
+                    || (unsigned __int128)l * l * (uint64_t)qsq[QF_SCHEME_Q_MUL + o] + add > (unsigned __int128)INT64_MAX)
+                    return 0;
+            }
         }
         plan |= HEAD_MUL64_SQR;     /* the square in 64-bit lanes, multipliers or not */
     }
