@@ -83,6 +83,11 @@ X_RECORDS = {
     "ft_hi 1000": XRecord(1000, 255, 3000, 30, R_NEAREST),
     "ft_hi 32767": XRecord(32767, 255, 1, 31, R_NEAREST),
     "shift 1": XRecord(255, 255, 1, 1, R_TRUNC),
+    # ... whose value before the clamp of x passes 32767 (a clamp of x far below the FT's products; the 32-bit
+    # lanes must be clamped before they are packed to 16 bits), 65535, or nearly 2^31
+    "x clamp far below, 40000": XRecord(400, 255, 1, 2),
+    "x clamp far below, 69000": XRecord(5965, 255, 1, 9, R_NEAREST),
+    "x clamp far below, near 2^31": XRecord(32767, 200, 4, 1),
     # plain C: a divisor, a product past 32 bits, no shift, wrapping
     "divisor 3": XRecord(127, 127, 1, 7, R_NEAREST, div=3),
     "past 32 bits": XRecord(1000, 255, 5000, 30, R_NEAREST),

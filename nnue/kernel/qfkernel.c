@@ -806,7 +806,7 @@ static void transform_scheme_scalar(const int16_t *acc, int64_t half, const int6
    h >> (s' - 16) and nearest adds bit s' - 17 of h (bit s' - 1 of the product): ((h >> (s' - 17)) + 1) >> 1,
    one vpavgw, with nothing to overflow.
    XS_32: a * b (one vpmaddwd on zero-extended lanes) times mul plus the rounding addend fits 32 unsigned
-   bits; one vpmulld and a logical shift.
+   bits; one vpmulld and a logical shift, then the clamp to x_hi in 32 bits (the value may pass 32767).
    XS_SHIFT: XS_16 without a multiplier (mul 1, 1 <= s <= 16: Stockfish's arithmetic and its 0..255 variant):
    floor is (a * b) >> s, nearest ((a * b) >> (s - 1) + 1) >> 1, one vpavgw, which cannot overflow. An FT clamp
    of 256 (dfp's power of two; XS_SHIFT256) fits too: only 256 * 256 leaves 16 bits, and its lanes
@@ -921,8 +921,12 @@ QF_INLINE vec_t transform_block(const int16_t *a, const int16_t *b, const x_plan
         }
     } else {
         const __m512i m = _mm512_set1_epi32((int32_t)p->m32), add = _mm512_set1_epi32((int32_t)p->add32);
+        const __m512i xh = _mm512_set1_epi32(p->x_hi);
         const __m128i s = _mm_cvtsi32_si128(p->s32);
-#    define PROD(x, y) _mm512_srl_epi32(_mm512_add_epi32(_mm512_mullo_epi32(_mm512_madd_epi16((x), (y)), m), add), s)
+        /* R(a * b) is below 2^31 but may pass 32767 (a clamp of x far below the FT's products): clamped to x_hi
+           in 32 bits, so that the signed packs cannot turn it negative */
+#    define PROD(x, y) _mm512_min_epi32(                                                                     \
+            _mm512_srl_epi32(_mm512_add_epi32(_mm512_mullo_epi32(_mm512_madd_epi16((x), (y)), m), add), s), xh)
         /* unpack with zero: each int32 lane is (a, 0), so vpmaddwd gives a * b; packus restores the order */
         v0 = _mm512_packus_epi32(PROD(_mm512_unpacklo_epi16(a0, zero), _mm512_unpacklo_epi16(b0, zero)),
                                  PROD(_mm512_unpackhi_epi16(a0, zero), _mm512_unpackhi_epi16(b0, zero)));
@@ -974,8 +978,10 @@ QF_INLINE vec_t transform_block(const int16_t *a, const int16_t *b, const x_plan
         }
     } else {
         const __m256i m = _mm256_set1_epi32((int32_t)p->m32), add = _mm256_set1_epi32((int32_t)p->add32);
+        const __m256i xh = _mm256_set1_epi32(p->x_hi);
         const __m128i s = _mm_cvtsi32_si128(p->s32);
-#    define PROD(x, y) _mm256_srl_epi32(_mm256_add_epi32(_mm256_mullo_epi32(_mm256_madd_epi16((x), (y)), m), add), s)
+#    define PROD(x, y) _mm256_min_epi32(                                                                     \
+            _mm256_srl_epi32(_mm256_add_epi32(_mm256_mullo_epi32(_mm256_madd_epi16((x), (y)), m), add), s), xh)
         v0 = _mm256_packus_epi32(PROD(_mm256_unpacklo_epi16(a0, zero), _mm256_unpacklo_epi16(b0, zero)),
                                  PROD(_mm256_unpackhi_epi16(a0, zero), _mm256_unpackhi_epi16(b0, zero)));
         v1 = _mm256_packus_epi32(PROD(_mm256_unpacklo_epi16(a1, zero), _mm256_unpacklo_epi16(b1, zero)),
