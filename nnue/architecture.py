@@ -354,10 +354,13 @@ SCHEME_ROUNDINGS = ("floor", "trunc", "nearest")     # the rounding field's code
 
 # The search's evaluation context: the addresses and sizes the C kernel's ``evaluate`` reads, one int64 each in
 # this order (``nnue.ceval.context`` builds it; the arrays' layouts are ``ckernel``'s; ``qscheme`` is a
-# Quantfish-format net's packed scheme record, 0 for a Stockfish-format net).
+# Quantfish-format net's packed scheme record, 0 for a Stockfish-format net). ``plan_slots`` counts the slots
+# of CX_PLAN_WORDS words after the fields (one per layer stack of a Quantfish-format net, none otherwise) where
+# the kernel keeps what it decides from each stack's record on its first evaluation.
 EVAL_CONTEXT_FIELDS = ("ft_weights", "ft_psqt", "l1", "nb", "ft_shift", "acc", "psqt", "computed", "dirty",
                        "ndirty", "cache_acc", "cache_psqt", "cache_boards", "w0g", "fc0_sat", "b0", "w1g", "b1", "w2",
-                       "b2", "x", "nnz", "work", "qscheme")
+                       "b2", "x", "nnz", "work", "qscheme", "plan_slots")
+CX_PLAN_WORDS = 8
 
 # ---------------------------------------------------------------------------------------------------------
 # The C kernel's constants (nnue/kernel/qfkernel.c includes the header below; it states no width itself)
@@ -387,6 +390,7 @@ C_CONSTANTS = (
     ("QF_SCHEME_Q_MUL", SCHEME_Q_MUL, "first multiplier of a row"),
     ("QF_SCHEME_Q_HI", SCHEME_Q_HI, "first clamp of a row"),
     ("QF_SCHEME_SITES", len(SCHEME_SITES), "rows of one layer stack's scheme record"),
+    ("QF_CX_PLAN_WORDS", CX_PLAN_WORDS, "int64 words of one plan slot after an evaluation context's fields"),
     ("QF_PS_NB", PS_NB, "feature slots per king bucket"),
     ("QF_KING_PLANE", KING_PLANE, "the kings' feature plane"),
     ("QF_NO_SQ", NO_SQ, "a move record's 'no square'"),

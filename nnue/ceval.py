@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from nnue.architecture import EVAL_CONTEXT_FIELDS, SCHEME_ROW, SCHEME_SITES
+from nnue.architecture import CX_PLAN_WORDS, EVAL_CONTEXT_FIELDS, SCHEME_ROW, SCHEME_SITES
 from nnue.jit import njit
 
 CX_SIZE = len(EVAL_CONTEXT_FIELDS)
@@ -25,7 +25,9 @@ def context(cnet, stack, cache, scratch, qscheme=None) -> np.ndarray:
     """The evaluation context of ``cnet`` (``ckernel.make_cnet``) with a search ``stack`` (acc, psqt, computed,
     dirty, ndirty; ``ckernel.make_cstack``), its refresh ``cache`` (``ckernel.make_refresh_cache``) and
     ``scratch`` (``ckernel.make_cscratch``); for a Quantfish-format net, ``qscheme`` is its packed scheme record
-    (``NetArrays.qscheme``). Keep them alive while the context is used."""
+    (``NetArrays.qscheme``), and the context ends in a slot per layer stack where the kernel keeps the plan it
+    decides from that stack's record on its first evaluation. Keep them alive while the context is used; a
+    context serves one search thread (the kernel writes its plan slots)."""
     acc, psqt, computed, dirty, ndirty = stack
     cacc, cpsqt, cboards = cache
     x, nnz, work = scratch
@@ -34,14 +36,15 @@ def context(cnet, stack, cache, scratch, qscheme=None) -> np.ndarray:
               "cache_boards": cboards, "w0g": cnet.w0g, "fc0_sat": cnet.fc0_sat, "b0": cnet.b0, "w1g": cnet.w1g,
               "b1": cnet.b1, "w2": cnet.w2, "b2": cnet.b2, "x": x, "nnz": nnz, "work": work, "qscheme": qscheme}
     l1 = acc.shape[2]
-    sizes = {"l1": l1, "nb": psqt.shape[2], "ft_shift": int(cnet.params[0])}     # CNet.params: (ft_shift,)
+    sizes = {"l1": l1, "nb": psqt.shape[2], "ft_shift": int(cnet.params[0]),     # CNet.params: (ft_shift,)
+             "plan_slots": 0 if qscheme is None else cnet.b0.shape[0]}
     if cnet.ft_weights.shape[1] != l1 or cacc.shape[2] != l1 or cpsqt.shape[2] != psqt.shape[2]:
         raise ValueError("ceval.context: the stack, the cache and the net have different widths")
     if qscheme is not None and (qscheme.dtype != np.int64 or qscheme.shape[0] != cnet.b0.shape[0]
                                 or qscheme.shape[1:] != (len(SCHEME_SITES), SCHEME_ROW)):
         raise ValueError(f"ceval.context: a scheme record of shape {qscheme.shape}, expected "
                          f"({cnet.b0.shape[0]}, {len(SCHEME_SITES)}, {SCHEME_ROW}) int64")
-    cx = np.zeros(CX_SIZE, np.int64)
+    cx = np.zeros(CX_SIZE + sizes["plan_slots"] * CX_PLAN_WORDS, np.int64)
     for i, name in enumerate(EVAL_CONTEXT_FIELDS):
         if name in sizes:
             cx[i] = sizes[name]

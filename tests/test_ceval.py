@@ -64,9 +64,11 @@ def _refreshed(net, board, back, persp):
     return acc, psqt
 
 
-def _walk(kf, net, cnet, scheme, seed, steps=500, games=4):
+def _walk(kf, net, cnet, scheme, seed, steps=500, games=4, buckets=None):
     """Random walks of a search stack; each evaluation by the kernel's one call and by ``nnue.stack`` (Numba)
-    on a second stack must agree, and so must every accumulator both have computed."""
+    on a second stack must agree, and so must every accumulator both have computed. ``kf`` may be a list of
+    variants, which then take turns on the one context; ``buckets`` (a set) collects the stacks evaluated."""
+    kfs = kf if isinstance(kf, list) else [kf]
     l1 = net.ft_bias.shape[0]
     c_stack, c_cache, c_scratch, cx = _stack_and_context(cnet, net, net.qscheme if scheme else None)  # kept alive
     n_stack = ckernel.make_cstack(l1, STACK)
@@ -106,7 +108,9 @@ def _walk(kf, net, cnet, scheme, seed, steps=500, games=4):
                 if any(row[0] & 7 == 6 for row in c_stack[3][ply][:c_stack[4][ply]]):
                     refreshed += 1
                 above = _king_move_above(c_stack, ply)
-                got = _evaluate_c(kf, cx, ply, m, kw, kb, side, bucket)
+                got = _evaluate_c(kfs[evaluated % len(kfs)], cx, ply, m, kw, kb, side, bucket)
+                if buckets is not None:
+                    buckets.add(bucket)
                 want = reference(net, n_stack, ply, m, kw, kb, side, bucket, n_scratch, n_cache)
                 assert got == want, (board.fen(), ply)
                 assert np.array_equal(m, mailbox(board))     # the Numba walk takes moves back on it and replays them
@@ -146,6 +150,49 @@ def test_one_call_equals_the_stack_walk_for_quantfish_nets(kf, tmp_path, name, r
     arrays = net.arrays()
     evaluated, multi, _ = _walk(kf, arrays, ckernel.make_cnet(net), True, 77, steps=300, games=2)
     assert evaluated > 200 and multi > 20
+
+
+def _net_of_several_plans(tmp_path):
+    """A Quantfish-format net whose stacks' records take different plans (how fc_0's input and the head are
+    computed): stack 7 (the walks' first) shifts only, which is wrong for the others; stack 6 a calibrated
+    record's multipliers (64-bit lanes in the SIMD heads, the general head in the scalar one); stack 5 the
+    general head (a divisor); stack 4 too (a square limit of 2^31)."""
+    from tests.test_quant_engine import _written
+    from tests.test_quant_schemes import _net, _positions
+    from nnue.quant import calibrate, schemes
+    from nnue.requant import Q_DIV, Q_HI, Q_MUL, Q_SHIFT, S_AC0, S_AC1, S_SQR, S_SQR_LIMIT, S_X
+    fnet = _net()
+    qnet = schemes.make("range-row", fnet, calibrate.collect(fnet, _positions(200, 3), min_per_stack=64),
+                        "nearest", 255)
+    arrays = _written(qnet, tmp_path / "net.qfnn").arrays()
+    qs = arrays.qscheme.copy()
+    assert (qs[6, S_SQR, Q_MUL:Q_MUL + 15] != 1).any() and (qs[6, S_X, Q_MUL] != 1)
+    for site, shift in ((S_X, 17), (S_SQR, 20), (S_AC0, 7), (S_AC1, 7)):
+        qs[7, site, Q_MUL:Q_MUL + 32] = 1
+        qs[7, site, Q_SHIFT] = shift
+    qs[5, S_AC1, Q_DIV] = 3
+    qs[4, S_SQR_LIMIT, Q_HI:Q_HI + 16] = 2 ** 31
+    return arrays._replace(qscheme=qs)
+
+
+def test_one_call_keeps_each_stacks_own_plan(kf, tmp_path):  # noqa: F811
+    """The context keeps each layer stack's plan from the stack's first evaluation on: a plan used for
+    another stack than its own would not give the Numba path's integers."""
+    arrays = _net_of_several_plans(tmp_path)
+    buckets = set()
+    evaluated, _, _ = _walk(kf, arrays, ckernel.make_cnet(arrays), True, 79, buckets=buckets)
+    assert evaluated > 500 and {5, 6, 7} <= buckets, buckets
+
+
+def test_one_call_plans_are_the_variants_own(kernel_lib, tmp_path):  # noqa: F811
+    """Every variant this CPU runs takes turns on one context: each must decide its own plans (the scalar head
+    has no 64-bit sites, so the SIMD variants' plan for stack 6 is wrong for it)."""
+    arrays = _net_of_several_plans(tmp_path)
+    variants = [ckernel.kernel_funcs(kernel_lib, v) for v in ckernel.usable_variants(kernel_lib)]
+    assert len(variants) >= 2, ckernel.usable_variants(kernel_lib)
+    buckets = set()
+    evaluated, _, _ = _walk(variants, arrays, ckernel.make_cnet(arrays), True, 80, buckets=buckets)
+    assert evaluated > 500 and 6 in buckets, buckets
 
 
 def test_one_call_reads_each_stacks_own_saturating_groups(kf, tmp_path):  # noqa: F811

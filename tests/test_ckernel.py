@@ -148,7 +148,7 @@ def test_c_constants_are_the_architectures(kernel_lib):
         # the feature set and move record the one-call evaluation walks, and its context's layout (nnue.ceval)
         "QF_PS_NB": a.PS_NB, "QF_KING_PLANE": a.KING_PLANE, "QF_NO_SQ": a.NO_SQ, "QF_MAX_DIRTY": a.MAX_DIRTY,
         **{f"QF_CX_{name.upper()}": i for i, name in enumerate(a.EVAL_CONTEXT_FIELDS)},
-        "QF_CX_SIZE": len(a.EVAL_CONTEXT_FIELDS)}
+        "QF_CX_SIZE": len(a.EVAL_CONTEXT_FIELDS), "QF_CX_PLAN_WORDS": a.CX_PLAN_WORDS}
     assert macros == a.c_defines()
     assert ckernel.library_arch(kernel_lib) == macros
 

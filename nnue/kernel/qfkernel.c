@@ -1057,31 +1057,32 @@ QF_INLINE int64_t transform_scheme_simd(const int16_t *acc_us, const int16_t *ac
    groups into nnz and returns their number. One SIMD body per plan, so each loop is free of branches. With
    nnz_hi (AVX2 without VNNI, x_hi > 127), the groups holding a byte above 127 that `sat` marks (see
    transform_scheme_simd) are listed there instead and counted in *n_hi (every group, when the plan has no SIMD
-   body). */
+   body). p is plan_x(qs). */
 static int64_t transform_scheme(const int16_t *acc_us, const int16_t *acc_them, int64_t l1, const int64_t *qs,
-                                uint8_t *x, int32_t *nnz, int32_t *nnz_hi, int64_t *n_hi, const uint8_t *sat)
+                                const x_plan *p, uint8_t *x, int32_t *nnz, int32_t *nnz_hi, int64_t *n_hi,
+                                const uint8_t *sat)
 {
     const int64_t half = l1 / 2;
 #if defined(XS_BLK)
-    const x_plan p = plan_x(qs);
-    if (p.mode != XS_SCALAR && half % XS_BLK == 0) {
-#  define BODY(mode, nearest) (nnz_hi ? transform_scheme_simd(acc_us, acc_them, half, &p, mode, nearest, x, nnz, \
-                                                                1, nnz_hi, n_hi, sat)                           \
-                                      : transform_scheme_simd(acc_us, acc_them, half, &p, mode, nearest, x, nnz, \
+    if (p->mode != XS_SCALAR && half % XS_BLK == 0) {
+#  define BODY(mode, nearest) (nnz_hi ? transform_scheme_simd(acc_us, acc_them, half, p, mode, nearest, x, nnz, \
+                                                                1, nnz_hi, n_hi, sat)                          \
+                                      : transform_scheme_simd(acc_us, acc_them, half, p, mode, nearest, x, nnz, \
                                                                 0, NULL, NULL, NULL))
-        if (p.mode == XS_SHIFT)
-            return p.nearest ? BODY(XS_SHIFT, 1) : BODY(XS_SHIFT, 0);
-        if (p.mode == XS_SHIFT256)
-            return p.nearest ? BODY(XS_SHIFT256, 1) : BODY(XS_SHIFT256, 0);
-        if (p.mode == XS_16)
-            return p.nearest ? BODY(XS_16, 1) : BODY(XS_16, 0);
-        if (p.mode == XS_17)
-            return p.nearest ? BODY(XS_17, 1) : BODY(XS_17, 0);
+        if (p->mode == XS_SHIFT)
+            return p->nearest ? BODY(XS_SHIFT, 1) : BODY(XS_SHIFT, 0);
+        if (p->mode == XS_SHIFT256)
+            return p->nearest ? BODY(XS_SHIFT256, 1) : BODY(XS_SHIFT256, 0);
+        if (p->mode == XS_16)
+            return p->nearest ? BODY(XS_16, 1) : BODY(XS_16, 0);
+        if (p->mode == XS_17)
+            return p->nearest ? BODY(XS_17, 1) : BODY(XS_17, 0);
         return BODY(XS_32, 0);
 #  undef BODY
     }
 #endif
     (void)sat;
+    (void)p;
     transform_scheme_scalar(acc_us, half, qs, x);
     transform_scheme_scalar(acc_them, half, qs, x + half);
     if (nnz_hi) {
@@ -1485,10 +1486,35 @@ QF_INLINE int no_group_saturates(const uint8_t *sat, int64_t l1)
     return any == 0;
 }
 
-QF_API int64_t QF(forward_scheme)(const int16_t *acc_us, const int16_t *acc_them, int64_t l1, const int64_t *qs,
-                                  const int8_t *w0g, const uint8_t *fc0_sat, const int32_t *b0, const int8_t *w1g,
-                                  const int32_t *b1, const int8_t *w2, int64_t b2, uint8_t *x, int32_t *nnz,
-                                  int32_t *fc0_out)
+/* What a record's pass decides from the record alone: how fc_0's input is computed (plan_x) and which head runs
+   (lean_head_plan). The stand-alone forward_scheme decides it on every call; the search's evaluate keeps one per
+   layer stack in its context's plan slots, decided on the stack's first evaluation. tag and qs say which
+   variant decided it, from which record: a plan is only used by the variant that made it, for that record. */
+typedef struct {
+    int64_t tag;
+    const int64_t *qs;
+    x_plan x;
+    int32_t head;
+} scheme_plan;
+
+_Static_assert(sizeof(scheme_plan) <= QF_CX_PLAN_WORDS * sizeof(int64_t), "a plan outgrows its context slot");
+
+static char plan_tag_anchor;                             /* one per variant: its address tags the variant's plans */
+#define PLAN_TAG ((int64_t)(intptr_t)&plan_tag_anchor)
+
+static void decide_plan(const int64_t *qs, scheme_plan *p)
+{
+    memset(p, 0, sizeof *p);
+    p->x = plan_x(qs);
+    p->head = lean_head_plan(qs);
+    p->qs = qs;
+    p->tag = PLAN_TAG;
+}
+
+static int64_t forward_scheme_planned(const int16_t *acc_us, const int16_t *acc_them, int64_t l1, const int64_t *qs,
+                                      const scheme_plan *plan, const int8_t *w0g, const uint8_t *fc0_sat,
+                                      const int32_t *b0, const int8_t *w1g, const int32_t *b1, const int8_t *w2,
+                                      int64_t b2, uint8_t *x, int32_t *nnz, int32_t *fc0_out)
 {
     /* fc_0 over the non-zero 4-byte groups. Inputs above 127 (resolution 255) could saturate vpmaddubsw, so
        without VNNI the groups holding one take fc0_wide, unless fc0_sat says their weights cannot (Stockfish's
@@ -1496,23 +1522,23 @@ QF_API int64_t QF(forward_scheme)(const int16_t *acc_us, const int16_t *acc_them
     int32_t z0[QF_FC0_OUT];
 #if defined(QF_USE_VNNI) || defined(QF_SCALAR)
     (void)fc0_sat;
-    fc0_impl(w0g, b0, x, nnz, transform_scheme(acc_us, acc_them, l1, qs, x, nnz, NULL, NULL, NULL), z0);
+    fc0_impl(w0g, b0, x, nnz, transform_scheme(acc_us, acc_them, l1, qs, &plan->x, x, nnz, NULL, NULL, NULL), z0);
 #else
     if (QF_ROW(qs, QF_S_X)[QF_SCHEME_Q_HI] <= 127 || no_group_saturates(fc0_sat, l1)) {
-        fc0_impl(w0g, b0, x, nnz, transform_scheme(acc_us, acc_them, l1, qs, x, nnz, NULL, NULL, NULL), z0);
+        fc0_impl(w0g, b0, x, nnz, transform_scheme(acc_us, acc_them, l1, qs, &plan->x, x, nnz, NULL, NULL, NULL),
+                 z0);
     } else {
         int32_t nnz_hi[l1 / 4 + 16];
         int64_t n_hi = 0;
-        const int64_t n = transform_scheme(acc_us, acc_them, l1, qs, x, nnz, nnz_hi, &n_hi, fc0_sat);
+        const int64_t n = transform_scheme(acc_us, acc_them, l1, qs, &plan->x, x, nnz, nnz_hi, &n_hi, fc0_sat);
         fc0_impl(w0g, b0, x, nnz, n, z0);
         fc0_wide(w0g, z0, x, nnz_hi, n_hi, z0);
     }
 #endif
     for (int o = 0; o < QF_FC0_OUT; o++)
         fc0_out[o] = z0[o];
-    const int plan = lean_head_plan(qs);
-    if (plan)
-        return lean_head(z0, qs, plan, w1g, b1, w2, b2);
+    if (plan->head)
+        return lean_head(z0, qs, plan->head, w1g, b1, w2, b2);
 
     /* SqrClippedReLU and ClippedReLU of z0[0..14] */
     const int64_t *qsq = QF_ROW(qs, QF_S_SQR), *lim = QF_ROW(qs, QF_S_SQR_LIMIT) + QF_SCHEME_Q_HI,
@@ -1547,6 +1573,17 @@ QF_API int64_t QF(forward_scheme)(const int16_t *acc_us, const int16_t *acc_them
         z2 += (int64_t)w2[o] * c;
     }
     return requant_row(z2, QF_ROW(qs, QF_S_OUT), 0) + requant_row(z0[QF_FC0_OUT - 1], QF_ROW(qs, QF_S_SKIP), 0);
+}
+
+QF_API int64_t QF(forward_scheme)(const int16_t *acc_us, const int16_t *acc_them, int64_t l1, const int64_t *qs,
+                                  const int8_t *w0g, const uint8_t *fc0_sat, const int32_t *b0, const int8_t *w1g,
+                                  const int32_t *b1, const int8_t *w2, int64_t b2, uint8_t *x, int32_t *nnz,
+                                  int32_t *fc0_out)
+{
+    scheme_plan plan;
+    decide_plan(qs, &plan);
+    return forward_scheme_planned(acc_us, acc_them, l1, qs, &plan, w0g, fc0_sat, b0, w1g, b1, w2, b2, x, nnz,
+                                  fc0_out);
 }
 
 /* ------------------------------------------------------------------------------------------------------ */
@@ -1673,7 +1710,7 @@ QF_INLINE int64_t pack_outputs(int64_t psqt_out, int64_t positional)
     return (int64_t)((uint64_t)psqt_out << 32) | (int64_t)(uint32_t)(int32_t)positional;
 }
 
-QF_API int64_t QF(evaluate)(const int64_t *cx, int64_t ply, const int8_t *board, int64_t ksq_white,
+QF_API int64_t QF(evaluate)(int64_t *cx, int64_t ply, const int8_t *board, int64_t ksq_white,
                             int64_t ksq_black, int64_t side, int64_t bucket)
 {
     const int64_t l1 = cx[QF_CX_L1], nb = cx[QF_CX_NB];
@@ -1725,8 +1762,16 @@ QF_API int64_t QF(evaluate)(const int64_t *cx, int64_t ply, const int8_t *board,
         /* A Quantfish-format net: its scheme record's forward pass and PSQT requantisation. */
         const int64_t *qs = qscheme + bucket * QF_SCHEME_SITES * QF_SCHEME_ROW;
         const uint8_t *fc0_sat = CX_PTR(cx, const uint8_t, FC0_SAT) + bucket * ((l1 + 31) / 32);
-        const int64_t positional = QF(forward_scheme)(us, them, l1, qs, w0g, fc0_sat, b0, w1g, b1, w2, b2, x, nnz,
-                                                      fc0_out);
+        scheme_plan local, *plan = &local;
+        if (bucket < cx[QF_CX_PLAN_SLOTS]) {
+            plan = (scheme_plan *)(cx + QF_CX_SIZE + bucket * QF_CX_PLAN_WORDS);
+            if (plan->tag != PLAN_TAG || plan->qs != qs)
+                decide_plan(qs, plan);
+        } else {
+            decide_plan(qs, plan);
+        }
+        const int64_t positional = forward_scheme_planned(us, them, l1, qs, plan, w0g, fc0_sat, b0, w1g, b1, w2, b2,
+                                                          x, nnz, fc0_out);
         return pack_outputs(requant_row(d, QF_ROW(qs, QF_S_PSQT), 0), positional);
     }
     const int64_t positional = QF(forward)(us, them, l1, cx[QF_CX_FT_SHIFT], w0g, b0, w1g, b1, w2, b2, x, nnz,

@@ -79,9 +79,11 @@ QF_API int64_t QF(forward_scheme)(const int16_t *acc_us, const int16_t *acc_them
    computed ply and apply the move records forward (ply by ply, marking each computed), or, when the
    perspective's king moved on the way or nothing is computed, refresh ply from board through the refresh
    cache; then forward for the side to move and layer stack bucket. cx is an evaluation context (int64
-   [QF_CX_SIZE]: addresses and sizes, architecture.EVAL_CONTEXT_FIELDS), board the mailbox at ply. Returns
-   (psqt << 32) | (uint32)positional, psqt = (psqt[us] - psqt[them]) / 2 truncated. */
-QF_API int64_t QF(evaluate)(const int64_t *cx, int64_t ply, const int8_t *board, int64_t ksq_white,
+   [QF_CX_SIZE]: addresses and sizes, architecture.EVAL_CONTEXT_FIELDS, then cx[QF_CX_PLAN_SLOTS] slots of
+   QF_CX_PLAN_WORDS where a Quantfish-format net's plan per layer stack is kept: written here, so a context
+   serves one thread), board the mailbox at ply. Returns (psqt << 32) | (uint32)positional, psqt = (psqt[us] -
+   psqt[them]) / 2 truncated (a Quantfish-format net: its record's PSQT requantisation). */
+QF_API int64_t QF(evaluate)(int64_t *cx, int64_t ply, const int8_t *board, int64_t ksq_white,
                             int64_t ksq_black, int64_t side, int64_t bucket);
 
 /* Variant-independent (defined once, in the scalar unit). */
