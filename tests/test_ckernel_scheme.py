@@ -88,9 +88,16 @@ X_RECORDS = {
     "x clamp far below, 40000": XRecord(400, 255, 1, 2),
     "x clamp far below, 69000": XRecord(5965, 255, 1, 9, R_NEAREST),
     "x clamp far below, near 2^31": XRecord(32767, 200, 4, 1),
-    # plain C: a divisor, a product past 32 bits, no shift, wrapping
-    "divisor 3": XRecord(127, 127, 1, 7, R_NEAREST, div=3),
+    # the 64-bit path: products past 32 bits (the FT clamps of nets trained here: calibrated records of
+    # qf-1c4595f65a07.nnue), the largest FT clamp and multiplier with the longest shift, floor
     "past 32 bits": XRecord(1000, 255, 5000, 30, R_NEAREST),
+    "ft_hi 5023 calibrated 255": XRecord(5023, 255, 21701, 31, R_NEAREST),
+    "ft_hi 5023 calibrated 127": XRecord(5023, 127, 21616, 32, R_NEAREST),
+    "largest product": XRecord(32767, 255, 2 ** 32 - 1, 62, R_NEAREST),
+    "64-bit, x clamp far below": XRecord(5965, 100, 40000, 12),
+    # plain C: a divisor, a multiplier of 2^32, no shift, wrapping
+    "divisor 3": XRecord(127, 127, 1, 7, R_NEAREST, div=3),
+    "multiplier 2^32": XRecord(300, 255, 2 ** 32, 40, R_NEAREST),
     "no shift": XRecord(15, 255, 1, 0),
     "wrap": XRecord(127, 127, 1, 7, wrap=1),
 }

@@ -807,13 +807,16 @@ static void transform_scheme_scalar(const int16_t *acc, int64_t half, const int6
    one vpavgw, with nothing to overflow.
    XS_32: a * b (one vpmaddwd on zero-extended lanes) times mul plus the rounding addend fits 32 unsigned
    bits; one vpmulld and a logical shift, then the clamp to x_hi in 32 bits (the value may pass 32767).
+   XS_64: any other multiplier below 2^32 (the FT clamps of nets trained here reach 5,000, their products
+   2^25, times multipliers of 15 bits): a * b as in XS_32, times mul in 64-bit lanes (vpmuludq of the even and
+   the odd 32-bit lanes), plus the addend, shifted and clamped to x_hi there.
    XS_SHIFT: XS_16 without a multiplier (mul 1, 1 <= s <= 16: Stockfish's arithmetic and its 0..255 variant):
    floor is (a * b) >> s, nearest ((a * b) >> (s - 1) + 1) >> 1, one vpavgw, which cannot overflow. An FT clamp
    of 256 (dfp's power of two; XS_SHIFT256) fits too: only 256 * 256 leaves 16 bits, and its lanes
    (a & b == 256) take the value R(65536) (big256, kept below 32768 for the signed pack; x_hi is at most 255).
    XS_17: XS_16 for FT clamps up to 362, whose products need 17 bits: with p = lo + 2^16 hb (lo = vpmullw,
    hb = vpmulhuw of a and b, 0 or 1), (p * mul') >> 16 is vpmulhuw(lo, mul') + hb * mul', below 2 * 32767. */
-enum { XS_SCALAR = 0, XS_16 = 1, XS_32 = 2, XS_SHIFT = 3, XS_17 = 4, XS_SHIFT256 = 5 };
+enum { XS_SCALAR = 0, XS_16 = 1, XS_32 = 2, XS_SHIFT = 3, XS_17 = 4, XS_SHIFT256 = 5, XS_64 = 6 };
 
 typedef struct {
     int mode, nearest;
@@ -865,6 +868,10 @@ static x_plan plan_x(const int64_t *qs)
         p.m32 = (uint32_t)mul;
         p.add32 = (uint32_t)add;
         p.s32 = (int32_t)s;
+    } else if (mul <= (int64_t)UINT32_MAX) {
+        p.mode = XS_64;             /* a * b < 2^30 times mul < 2^32, plus add <= 2^61: below 2^63 */
+        p.m32 = (uint32_t)mul;
+        p.s32 = (int32_t)s;
     }
     return p;
 }
@@ -873,6 +880,28 @@ static x_plan plan_x(const int64_t *qs)
 #  define XS_BLK 64
 #elif defined(QF_USE_AVX2)
 #  define XS_BLK 32
+#endif
+
+#if defined(QF_USE_AVX512)
+/* XS_64 of 16 products q (32-bit lanes, below 2^30): min((q * m + add) >> s, xh) in 64-bit lanes, the even
+   lanes' results in the low halves and the odd lanes' in the high halves, so 16 int32 in q's order. */
+QF_INLINE __m512i prod64_512(__m512i q, __m512i m, __m512i add, __m128i s, __m512i xh)
+{
+    const __m512i ev = _mm512_min_epu64(_mm512_srl_epi64(_mm512_add_epi64(_mm512_mul_epu32(q, m), add), s), xh);
+    const __m512i od = _mm512_min_epu64(
+        _mm512_srl_epi64(_mm512_add_epi64(_mm512_mul_epu32(_mm512_srli_epi64(q, 32), m), add), s), xh);
+    return _mm512_or_si512(ev, _mm512_slli_epi64(od, 32));
+}
+#elif defined(QF_USE_AVX2)
+/* prod64_512 in eight lanes; the results are below 2^63, so the signed compare clamps them. */
+QF_INLINE __m256i prod64_256(__m256i q, __m256i m, __m256i add, __m128i s, __m256i xh)
+{
+    __m256i ev = _mm256_srl_epi64(_mm256_add_epi64(_mm256_mul_epu32(q, m), add), s);
+    __m256i od = _mm256_srl_epi64(_mm256_add_epi64(_mm256_mul_epu32(_mm256_srli_epi64(q, 32), m), add), s);
+    ev = _mm256_blendv_epi8(ev, xh, _mm256_cmpgt_epi64(ev, xh));
+    od = _mm256_blendv_epi8(od, xh, _mm256_cmpgt_epi64(od, xh));
+    return _mm256_or_si256(ev, _mm256_slli_epi64(od, 32));
+}
 #endif
 
 #if defined(XS_BLK)
@@ -919,6 +948,16 @@ QF_INLINE vec_t transform_block(const int16_t *a, const int16_t *b, const x_plan
             v0 = _mm512_srl_epi16(h0, k);
             v1 = _mm512_srl_epi16(h1, k);
         }
+    } else if (mode == XS_64) {
+        const __m512i m = _mm512_set1_epi64((int64_t)p->m32), xh = _mm512_set1_epi64(p->x_hi);
+        const __m512i add = _mm512_set1_epi64(nearest ? (int64_t)1 << (p->s32 - 1) : 0);
+        const __m128i s = _mm_cvtsi32_si128(p->s32);
+#    define PROD(x, y) prod64_512(_mm512_madd_epi16((x), (y)), m, add, s, xh)
+        v0 = _mm512_packus_epi32(PROD(_mm512_unpacklo_epi16(a0, zero), _mm512_unpacklo_epi16(b0, zero)),
+                                 PROD(_mm512_unpackhi_epi16(a0, zero), _mm512_unpackhi_epi16(b0, zero)));
+        v1 = _mm512_packus_epi32(PROD(_mm512_unpacklo_epi16(a1, zero), _mm512_unpacklo_epi16(b1, zero)),
+                                 PROD(_mm512_unpackhi_epi16(a1, zero), _mm512_unpackhi_epi16(b1, zero)));
+#    undef PROD
     } else {
         const __m512i m = _mm512_set1_epi32((int32_t)p->m32), add = _mm512_set1_epi32((int32_t)p->add32);
         const __m512i xh = _mm512_set1_epi32(p->x_hi);
@@ -976,6 +1015,16 @@ QF_INLINE vec_t transform_block(const int16_t *a, const int16_t *b, const x_plan
             v0 = _mm256_srl_epi16(h0, k);
             v1 = _mm256_srl_epi16(h1, k);
         }
+    } else if (mode == XS_64) {
+        const __m256i m = _mm256_set1_epi64x((int64_t)p->m32), xh = _mm256_set1_epi64x(p->x_hi);
+        const __m256i add = _mm256_set1_epi64x(nearest ? (int64_t)1 << (p->s32 - 1) : 0);
+        const __m128i s = _mm_cvtsi32_si128(p->s32);
+#    define PROD(x, y) prod64_256(_mm256_madd_epi16((x), (y)), m, add, s, xh)
+        v0 = _mm256_packus_epi32(PROD(_mm256_unpacklo_epi16(a0, zero), _mm256_unpacklo_epi16(b0, zero)),
+                                 PROD(_mm256_unpackhi_epi16(a0, zero), _mm256_unpackhi_epi16(b0, zero)));
+        v1 = _mm256_packus_epi32(PROD(_mm256_unpacklo_epi16(a1, zero), _mm256_unpacklo_epi16(b1, zero)),
+                                 PROD(_mm256_unpackhi_epi16(a1, zero), _mm256_unpackhi_epi16(b1, zero)));
+#    undef PROD
     } else {
         const __m256i m = _mm256_set1_epi32((int32_t)p->m32), add = _mm256_set1_epi32((int32_t)p->add32);
         const __m256i xh = _mm256_set1_epi32(p->x_hi);
@@ -1077,6 +1126,8 @@ static int64_t transform_scheme(const int16_t *acc_us, const int16_t *acc_them, 
             return p->nearest ? BODY(XS_16, 1) : BODY(XS_16, 0);
         if (p->mode == XS_17)
             return p->nearest ? BODY(XS_17, 1) : BODY(XS_17, 0);
+        if (p->mode == XS_64)
+            return p->nearest ? BODY(XS_64, 1) : BODY(XS_64, 0);
         return BODY(XS_32, 0);
 #  undef BODY
     }
