@@ -437,3 +437,87 @@ def test_head_equals_the_numba_head_for_every_record(kf, base_records, name):
         b0 = rng.integers(-(1 << 20), 1 << 20, size=FC0_OUT).astype(np.int32)
         _, fc0, pos = _run(kf, us, them, qs, w0g, b0, w1g, b1, w2, b2)
         assert pos == _head(fc0, qs, b1, w1, b2, w2), (name, trial)
+
+
+# ------------------------------------------------------------------------------------------------------
+# Random records: the plans chosen per call (transform modes, lean or general head) against the definition over
+# the whole space of records whose arithmetic stays in int64, not only over the records chosen above
+# ------------------------------------------------------------------------------------------------------
+
+def _random_x_record(rng):
+    """A record of fc_0's input drawn across every plan: FT clamps up to 32767, multipliers up to 2^33, shifts
+    up to 62, each rounding, divisors and wrapping now and then; its largest product stays below 2^62."""
+    while True:
+        ft_hi = int(rng.choice([rng.integers(0, 400), np.exp2(rng.uniform(0, 15)), 32767]))
+        mul = 1 if rng.random() < 0.3 else int(np.exp2(rng.uniform(0, 33)))
+        shift = int(rng.integers(0, 63))
+        rec = XRecord(min(ft_hi, 32767), int(rng.integers(0, 256)), mul, shift,
+                      int(rng.choice([R_FLOOR, R_TRUNC, R_NEAREST])),
+                      div=1 if rng.random() < 0.85 else int(rng.integers(2, 1000)), wrap=int(rng.random() < 0.05))
+        if rec.ft_hi ** 2 * rec.mul + ((rec.div << rec.shift) >> 1) < 2 ** 62:
+            return rec
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_fc0_input_for_random_records(kf, base_records, seed):
+    """Random records (``_random_x_record``), 40 a seed, each on accumulators around its FT clamp and at the
+    largest product, against numpy."""
+    rng = np.random.default_rng(1000 + seed)
+    l1 = 256
+    w0, w0g, b0, w1, w1g, b1, w2, b2 = _layers(rng, l1)
+    for k in range(40):
+        rec = _random_x_record(rng)
+        qs = _with_x(base_records[255 if rec.x_hi > 127 else 127], rec)
+        for trial in range(4):
+            us, them = _acc(rng, l1, rec.ft_hi), _acc(rng, l1, rec.ft_hi)
+            if trial == 0:
+                us[:], them[:] = rec.ft_hi, 32767
+            x, _, _ = _run(kf, us, them, qs, w0g, b0, w1g, b1, w2, b2)
+            want = _x_reference(us, them, rec)
+            assert np.array_equal(x, want), (rec, trial, np.flatnonzero(x != want)[:8])
+
+
+def _random_head_record(rng, base_records):
+    """A head record drawn across the lean heads and the general one: per activation site a shift, a rounding,
+    multipliers (all 1, or per row up to 2^31) and clamps (mostly 0..255); square limits up to 2^31; a divisor
+    or wrapping now and then. Every product stays in int64, the definition's arithmetic: fc_0's and fc_1's
+    outputs are int32, the multipliers below 2^31, and a square times its multiplier is kept below 2^62 (past
+    int64 the heads wrap in different places and need not agree)."""
+    while True:
+        rec = _draw_head_record(rng)
+        qs = _with_head(base_records, rec)
+        lim = qs[S_SQR_LIMIT, Q_HI:Q_HI + FC0_OUT - 1].astype(object)
+        if all(int(l) ** 2 * int(m) < 2 ** 62 for l, m in zip(lim, qs[S_SQR, Q_MUL:Q_MUL + FC0_OUT - 1])):
+            return rec
+
+
+def _draw_head_record(rng):
+    sites = []
+    for site, rows in ((S_SQR, FC0_OUT - 1), (S_AC0, FC0_OUT - 1), (S_AC1, FC1_OUT)):
+        mul = None if rng.random() < 0.4 else [int(np.exp2(rng.uniform(0, 31))) for _ in range(rows)]
+        hi = None if rng.random() < 0.5 else [int(rng.integers(0, 256)) if rng.random() < 0.95
+                                              else int(rng.integers(256, 70000)) for _ in range(rows)]
+        sites.append((site, (int(rng.integers(0, 63)), int(rng.choice([R_FLOOR, R_TRUNC, R_NEAREST])), mul, hi)))
+    limit = None if rng.random() < 0.3 else [int(np.exp2(rng.uniform(0, 31.05))) for _ in range(FC0_OUT)]
+    div = (int(rng.choice([S_SQR, S_AC0, S_AC1])), int(rng.integers(2, 100))) if rng.random() < 0.1 else ()
+    wrap = int(rng.choice([S_SQR, S_AC0, S_AC1])) if rng.random() < 0.05 else -1
+    return HeadRecord(int(rng.choice([127, 255])), tuple(sites), limit, div, wrap)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_head_equals_the_numba_head_for_random_records(kf, base_records, seed):
+    """Random head records (``_random_head_record``), 25 a seed, on fc_0 outputs at their edges: the C kernel's
+    head must equal the Numba path's."""
+    rng = np.random.default_rng(2000 + seed)
+    l1 = 64
+    w0, w0g, b0, w1, w1g, b1, w2, b2 = _layers(rng, l1)
+    zero_w0g = np.zeros_like(w0g)
+    us, them = _acc(rng, l1, 127), _acc(rng, l1, 127)
+    for k in range(25):
+        rec = _random_head_record(rng, base_records)
+        qs = _with_head(base_records, rec)
+        edges = _edge_values(qs, rng)
+        for trial in range(12):
+            b0 = rng.choice(edges, size=FC0_OUT).astype(np.int32)
+            _, fc0, pos = _run(kf, us, them, qs, zero_w0g, b0, w1g, b1, w2, b2)
+            assert pos == _head(fc0, qs, b1, w1, b2, w2), (rec, trial, b0)
