@@ -13,7 +13,7 @@ import pytest
 
 from nnue.architecture import FC0_OUT, FC1_IN, FC1_OUT, LAYER_STACKS, NUM_FEATURES
 from nnue.netfile import P_SCHEME, NetFileError, load_net
-from nnue.quant import calibrate, qformat, schemes
+from nnue.quant import build, calibrate, qformat, schemes
 from nnue.quant.build import Choices, QuantError, plan, quantise
 from nnue.quant.calibrate import Site, kl_clip, mse_clip, range_clip
 from nnue.quant.floatnet import FloatNet
@@ -165,6 +165,41 @@ def _with(fnet, **changes):
 def test_overflow_is_refused_naming_the_layer(fnet, change, layer):
     with pytest.raises(QuantError, match=layer):
         schemes.make("sf", _with(fnet, **change))
+
+
+def _with_requant(q, site, mul):
+    """``q`` with one requantisation's multipliers replaced: ``site`` is "x", "out 3" or "ac_0 3" (a stack)."""
+    sch = q.scheme
+    if site == "x":
+        return replace(q, scheme=replace(sch, x=replace(sch.x, requant=replace(sch.x.requant, mul=(mul,)))))
+    name, s = site.split()
+    st = sch.stacks[int(s)]
+    if name == "out":
+        st = replace(st, out=replace(st.out, mul=(mul,)))
+    else:
+        st = replace(st, ac_0=replace(st.ac_0, requant=replace(st.ac_0.requant, mul=(mul,))))
+    stacks = list(sch.stacks)
+    stacks[int(s)] = st
+    return replace(q, scheme=replace(sch, stacks=tuple(stacks)))
+
+
+@pytest.mark.parametrize("site,mul,layer", [
+    ("x", 2 ** 40, "fc_0 input .* beyond int64"),
+    ("ac_0 3", 2 ** 55, "stack 3 ClippedReLU of fc_0 .* beyond int64"),
+    ("out 5", 2 ** 40, "stack 5 positional output .* beyond int32"),
+])
+def test_requantisation_overflow_is_refused_naming_the_site(fnet, stats, tmp_path, site, mul, layer):
+    """A record whose requantisation could pass int64 (where the engine's paths would wrap, each its own way)
+    or whose positional output could leave int32 (the C kernel returns it in 32 bits) is refused, when it is
+    built and when a file holding it is read; the record as the scheme made it is not."""
+    q = schemes.make("range-row", fnet, stats)
+    build.check_requants(q)
+    bad = _with_requant(q, site, mul)
+    with pytest.raises(QuantError, match=layer):
+        build.check_requants(bad)
+    qformat.write_qnet(bad, tmp_path / "bad.qfnn")
+    with pytest.raises(NetFileError, match=layer):
+        load_net(tmp_path / "bad.qfnn")
 
 
 def test_range_schemes_do_not_overflow_what_fixed_scales_refuse(fnet, stats):

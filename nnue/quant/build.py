@@ -5,8 +5,9 @@ integer operations produce: the FT scale gives the pairwise product's scale, the
 input gives a multiplier and shift (or a shift), whose exact result is the input scale the fc_0 weights are
 quantised against, and so on to the output, which is always brought to Stockfish's output scale (600 * 16 per
 float unit) so every scheme's ``raw`` is in internal units. ``quantise`` then rounds every tensor and checks
-every integer type: a weight, a bias, the FT accumulator (bias plus any 32 rows of one king bucket) or an
-affine sum that could leave its type raises ``QuantError`` naming the layer; nothing is clipped silently.
+every integer type: a weight, a bias, the FT accumulator (bias plus any 32 rows of one king bucket), an
+affine sum that could leave its type, or a requantisation whose product could pass int64, raises ``QuantError``
+naming the layer; nothing is clipped silently.
 """
 
 from __future__ import annotations
@@ -223,11 +224,60 @@ def accumulator_bounds(ft_bias: np.ndarray, ft_weights: np.ndarray) -> tuple[np.
     return ft_bias + lo, ft_bias + hi
 
 
-def _check_sum(what: str, bias: np.ndarray, w: np.ndarray, in_hi) -> None:
-    """The int32 sum of an affine layer, whatever the inputs in [0, in_hi]."""
+def _check_sum(what: str, bias: np.ndarray, w: np.ndarray, in_hi) -> list:
+    """The int32 sum of an affine layer, whatever the inputs in [0, in_hi]; returns each row's bound on |sum|."""
     bound = np.abs(bias.astype(np.int64)) + (np.abs(w.astype(np.int64)) * np.asarray(in_hi, np.int64)).sum(-1)
     if bound.max() > INT32_MAX:
         raise QuantError(f"{what} sum could reach {int(bound.max())}, beyond int32")
+    return [int(b) for b in np.atleast_1d(bound)]
+
+
+def _check_requant(what: str, rq: Requant, in_bound) -> int:
+    """The requantisation ``rq`` of inputs bounded by ``in_bound`` (per row, or one for all): ``QuantError`` if
+    a product with its multiplier, plus the rounding addend, could pass int64, where the definition
+    (``nnue.quant.simulator``) and every engine path compute it (past it they would wrap, and not alike).
+    Returns the bound on |R(v)|."""
+    rows = max(len(rq.mul), len(in_bound) if isinstance(in_bound, (list, tuple)) else 1)
+    muls = [int(m) for m in rq.mul] * (rows if len(rq.mul) == 1 else 1)
+    bounds = [int(b) for b in in_bound] if isinstance(in_bound, (list, tuple)) else [int(in_bound)] * rows
+    if len(bounds) == 1:
+        bounds = bounds * rows
+    d = rq.div << rq.shift
+    top = max(b * m for b, m in zip(bounds, muls)) + d // 2
+    if top >= 2 ** 63:
+        raise QuantError(f"{what} requantisation could reach {top} (inputs up to {max(bounds)}, multipliers up to "
+                         f"{max(muls)}), beyond int64")
+    return top // d + 1
+
+
+def check_requants(qnet: QuantNet) -> None:
+    """``QuantError`` naming the site if a requantisation's product could pass int64 for some position, or the
+    PSQT or positional output could leave int32 (the C kernel returns both in 32 bits). The inputs' bounds: the
+    FT clamp's square, the PSQT sums of 32 features, the affine sums' bounds within the clamps (``check_sums``),
+    the square's cap."""
+    sch = qnet.scheme
+    _check_requant("fc_0 input (the pairwise product)", sch.x.requant, sch.ft_hi ** 2)
+    psqt = _check_requant("PSQT", sch.psqt, 2 * MAX_ACTIVE * int(np.abs(qnet.ft_psqt.astype(np.int64)).max(initial=0)))
+    if psqt > INT32_MAX:
+        raise QuantError(f"PSQT output could reach {psqt}, beyond int32")
+    for s, st in enumerate(sch.stacks):
+        z0 = _check_sum(f"stack {s} fc_0", qnet.b0[s], qnet.w0[s], sch.x.hi[0])
+        cap = list(st.ac_sqr_0.limit) if st.ac_sqr_0.limit else z0[:N_HIDDEN]
+        cap = cap * N_HIDDEN if len(cap) == 1 else cap
+        _check_requant(f"stack {s} SqrClippedReLU", st.ac_sqr_0.requant,
+                       [min(int(c), z) ** 2 for c, z in zip(cap, z0[:N_HIDDEN])])
+        _check_requant(f"stack {s} ClippedReLU of fc_0", st.ac_0.requant, z0[:N_HIDDEN])
+        skip = _check_requant(f"stack {s} skip", st.skip, z0[N_HIDDEN])
+        in1_hi = np.concatenate([np.broadcast_to(st.ac_sqr_0.hi, (N_HIDDEN,)), np.broadcast_to(st.ac_0.hi, (N_HIDDEN,)),
+                                 np.zeros(FC1_IN_PADDED - 2 * N_HIDDEN, np.int64)])
+        z1 = _check_sum(f"stack {s} fc_1", qnet.b1[s], qnet.w1[s], in1_hi)
+        _check_requant(f"stack {s} ClippedReLU of fc_1", st.ac_1.requant, z1)
+        c1_hi = np.concatenate([np.broadcast_to(st.ac_1.hi, (FC1_OUT,)), np.zeros(FC2_IN_PADDED - FC1_OUT, np.int64)])
+        z2 = _check_sum(f"stack {s} fc_2", qnet.b2[s:s + 1], qnet.w2[s:s + 1], c1_hi)
+        positional = _check_requant(f"stack {s} output", st.out, z2[0]) + skip
+        if positional > INT32_MAX:
+            raise QuantError(f"stack {s} positional output could reach {positional}, beyond int32")
+        _check_requant(f"stack {s} final", sch.final, psqt + positional)
 
 
 def quantise(fnet: FloatNet, scheme: Scheme) -> QuantNet:
@@ -270,6 +320,7 @@ def quantise(fnet: FloatNet, scheme: Scheme) -> QuantNet:
         b2[s] = _round(fnet.b2[s] * a2, 1.0, BIAS_DTYPE, f"stack {s} fc_2 bias")
     qnet = QuantNet(scheme, ft_bias, ft_weights, ft_psqt, b0, w0, b1, w1, b2, w2, fnet.description)
     check_sums(qnet)
+    check_requants(qnet)
     return qnet
 
 

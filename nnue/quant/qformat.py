@@ -18,8 +18,9 @@ so the same readers' logic applies, and appends what is missing:
     u32  CRC-32 of those n bytes
     EOF
 
-Reading checks every hash, the section magic, the CRC and the end of file, and that no affine layer's sum can
-leave int32 within the record's clamps (``nnue.quant.build.check_sums``).
+Reading checks every hash, the section magic, the CRC and the end of file, that no affine layer's sum can
+leave int32 within the record's clamps (``nnue.quant.build.check_sums``), and that no requantisation's product
+can pass int64 nor the PSQT or positional output leave int32 (``nnue.quant.build.check_requants``).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ import numpy as np
 
 from nnue.architecture import Architecture, architecture_from_header_hash
 from nnue.netfile import QF_VERSION, Net, NetFileError, net_bytes
-from nnue.quant.build import QuantError, QuantNet, check_sums
+from nnue.quant.build import QuantError, QuantNet, check_requants, check_sums
 from nnue.quant.scheme import Scheme
 
 SECTION_MAGIC = b"QFSCHEME"
@@ -124,6 +125,7 @@ def parse_qnet(data: bytes, path: str) -> QuantNet:
     qnet = QuantNet(scheme, description=bytes(description), **tensors)
     try:
         check_sums(qnet)
+        check_requants(qnet)
     except QuantError as exc:
         raise NetFileError(f"{path}: {exc}") from None
     return qnet
