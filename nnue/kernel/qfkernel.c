@@ -1205,14 +1205,16 @@ QF_INLINE void fc1_scheme(const int8_t *w1g, const int32_t *b1, const int32_t *i
 enum { HEAD_FC1_WIDE = 2, HEAD_MUL64_SQR = 4, HEAD_MUL64_AC0 = 8, HEAD_MUL64_AC1 = 16 };
 
 /* The multipliers of n rows of a site: 0 when all are 1 (a shift site, if its shift is <= 30), 1 when all lie in
-   0..2^31-1 (HEAD_MUL64), -1 otherwise. n is a constant at each call, so the loop vectorises. */
-QF_INLINE int site_muls(const int64_t *q, const int n)
+   0..2^31-1 (HEAD_MUL64), -1 otherwise; *or_out gets their OR (a bound on each). n is a constant at each call,
+   so the loop vectorises. */
+QF_INLINE int site_muls(const int64_t *q, const int n, uint64_t *or_out)
 {
     uint64_t not_one = 0, big = 0;
     for (int o = 0; o < n; o++) {
         not_one |= (uint64_t)(q[QF_SCHEME_Q_MUL + o] ^ 1);
         big |= (uint64_t)q[QF_SCHEME_Q_MUL + o];
     }
+    *or_out = big;
     if (!not_one && q[QF_SCHEME_Q_SHIFT] <= 30)
         return 0;
     return (big & ~(uint64_t)INT32_MAX) ? -1 : 1;
@@ -1229,8 +1231,9 @@ static int lean_head_plan(const int64_t *qs)
         || (uint64_t)q1[QF_SCHEME_Q_ROUND] > 2 || (uint64_t)qsq[QF_SCHEME_Q_SHIFT] > 62
         || (uint64_t)q0[QF_SCHEME_Q_SHIFT] > 62 || (uint64_t)q1[QF_SCHEME_Q_SHIFT] > 62)
         return 0;
-    const int msq = site_muls(qsq, QF_FC0_OUT - 1), m0 = site_muls(q0, QF_FC0_OUT - 1),
-              m1 = site_muls(q1, QF_FC1_OUT);
+    uint64_t mul_or, unused;
+    const int msq = site_muls(qsq, QF_FC0_OUT - 1, &mul_or), m0 = site_muls(q0, QF_FC0_OUT - 1, &unused),
+              m1 = site_muls(q1, QF_FC1_OUT, &unused);
     if (msq < 0 || m0 < 0 || m1 < 0)
         return 0;
     int plan = (msq ? HEAD_MUL64_SQR : 0) | (m0 ? HEAD_MUL64_AC0 : 0) | (m1 ? HEAD_MUL64_AC1 : 0);
@@ -1249,9 +1252,6 @@ static int lean_head_plan(const int64_t *qs)
     if (msq || (lim & ~(uint64_t)32767)) {
         const int64_t s = qsq[QF_SCHEME_Q_SHIFT];
         const unsigned __int128 add = qsq[QF_SCHEME_Q_ROUND] == 2 && s > 0 ? (unsigned __int128)1 << (s - 1) : 0;
-        uint64_t mul_or = 0;
-        for (int o = 0; o < QF_FC0_OUT - 1; o++)
-            mul_or |= (uint64_t)qsq[QF_SCHEME_Q_MUL + o];
         /* The ORs bound every row's limit and multiplier from above: when their square times their product fits,
            every row's does (calibrated records), and no row needs its own 128-bit product. */
         if (lim > INT32_MAX || (unsigned __int128)lim * lim * mul_or + add > (unsigned __int128)INT64_MAX) {
