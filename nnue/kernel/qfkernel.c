@@ -1349,7 +1349,136 @@ QF_INLINE void fc1_bytes(const int8_t *w1g, const int32_t *b1, const uint8_t *in
 /* The head of a record lean_head_plan accepts, equal to forward_scheme's general head. The SIMD
    variants build fc_1's 32 input bytes in registers and store them whole (as head_impl does), so that fc_1's
    4-byte loads are forwarded from those stores. */
-#if defined(QF_USE_AVX2) || defined(QF_USE_AVX512)
+#if defined(QF_USE_AVX512)
+/* The lean head in 16-lane vectors (the AVX-512 variants): each activation site of fc_0 is one vector of its 16
+   rows (row 15, the skip, is computed and dropped), fc_1's outputs two, with unsigned 64-bit min for the
+   clamps of the 64-bit sites; otherwise the arithmetic of the eight-lane head below. */
+
+/* 16 int64 values known to fit int32 (rows o..o+15 of a record field), as one vector of int32. */
+QF_INLINE __m512i narrow16(const int64_t *p)
+{
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtepi64_epi32(_mm512_loadu_si512((const void *)p))),
+                              _mm512_cvtepi64_epi32(_mm512_loadu_si512((const void *)(p + 8))), 1);
+}
+
+/* clamp(R(p), 0, hi) of sixteen 64-bit products below 2^63 with the rounding addend (pe: the even rows', po: the
+   odd rows'), as int32 lanes in row order; the values are >= 0, so the unsigned min clamps them. */
+QF_INLINE __m512i round_clamp16(__m512i pe, __m512i po, const int64_t *q, __m512i hi)
+{
+    const int s = (int)q[QF_SCHEME_Q_SHIFT];
+    const __m512i add = _mm512_set1_epi64(q[QF_SCHEME_Q_ROUND] == 2 && s > 0 ? (int64_t)1 << (s - 1) : 0);
+    const __m128i sh = _mm_cvtsi32_si128(s);
+    pe = _mm512_min_epu64(_mm512_srl_epi64(_mm512_add_epi64(pe, add), sh),
+                          _mm512_and_si512(hi, _mm512_set1_epi64(0xFFFFFFFF)));
+    po = _mm512_min_epu64(_mm512_srl_epi64(_mm512_add_epi64(po, add), sh), _mm512_srli_epi64(hi, 32));
+    return _mm512_mask_blend_epi32((__mmask16)0xAAAA, pe, _mm512_slli_epi64(po, 32));
+}
+
+/* mulshift8 in sixteen lanes. */
+QF_INLINE __m512i mulshift16(__m512i v, const int64_t *q, int o, __m512i hi)
+{
+    v = _mm512_max_epi32(v, _mm512_setzero_si512());
+    const __m512i m = narrow16(q + QF_SCHEME_Q_MUL + o);
+    return round_clamp16(_mm512_mul_epu32(v, m), _mm512_mul_epu32(_mm512_srli_epi64(v, 32), _mm512_srli_epi64(m, 32)),
+                         q, hi);
+}
+
+/* mul64x32 in eight 64-bit lanes. */
+QF_INLINE __m512i mul64x32_512(__m512i t, __m512i m)
+{
+    const __m512i hi_part = _mm512_mul_epu32(_mm512_srli_epi64(t, 32), m);
+    return _mm512_add_epi64(_mm512_mul_epu32(t, m), _mm512_slli_epi64(hi_part, 32));
+}
+
+/* sqshift8 in sixteen lanes. */
+QF_INLINE __m512i sqshift16(__m512i c, const int64_t *q, __m512i hi)
+{
+    const __m512i m = narrow16(q + QF_SCHEME_Q_MUL);
+    const __m512i co = _mm512_srli_epi64(c, 32);
+    return round_clamp16(mul64x32_512(_mm512_mul_epu32(c, c), m),
+                         mul64x32_512(_mm512_mul_epu32(co, co), _mm512_srli_epi64(m, 32)), q, hi);
+}
+
+/* shift_round8 in sixteen lanes. */
+QF_INLINE __m512i shift_round16(__m512i v, const int64_t *q)
+{
+    const int s = (int)q[QF_SCHEME_Q_SHIFT];
+    if (s == 0)
+        return v;
+    if (q[QF_SCHEME_Q_ROUND] == 2) {
+        v = _mm512_sra_epi32(_mm512_min_epi32(v, _mm512_set1_epi32(INT32_MAX - 1)), _mm_cvtsi32_si128(s - 1));
+        return _mm512_srai_epi32(_mm512_add_epi32(v, _mm512_set1_epi32(1)), 1);
+    }
+    return _mm512_sra_epi32(v, _mm_cvtsi32_si128(s));
+}
+
+static int64_t lean_head(const int32_t *z0, const int64_t *qs, int plan, const int8_t *w1g, const int32_t *b1,
+                          const int8_t *w2, int64_t b2)
+{
+    const int64_t *qsq = QF_ROW(qs, QF_S_SQR), *qlim = QF_ROW(qs, QF_S_SQR_LIMIT), *q0 = QF_ROW(qs, QF_S_AC0),
+                  *q1 = QF_ROW(qs, QF_S_AC1);
+    const __m512i zero = _mm512_setzero_si512();
+    const __m512i v = _mm512_loadu_si512((const void *)z0);
+    const __m512i lim = narrow16(qlim + QF_SCHEME_Q_HI);
+    const __m512i c = _mm512_min_epi32(_mm512_abs_epi32(_mm512_max_epi32(v, _mm512_sub_epi32(zero, lim))), lim);
+    const __m512i sq_hi = narrow16(qsq + QF_SCHEME_Q_HI), h_hi = narrow16(q0 + QF_SCHEME_Q_HI);
+    /* a limit <= 32767 with shifts only: the square in int32 */
+    const __m512i sq = (plan & HEAD_MUL64_SQR) ? sqshift16(c, qsq, sq_hi)
+                                               : _mm512_min_epi32(shift_round16(_mm512_mullo_epi32(c, c), qsq), sq_hi);
+    const __m512i h = (plan & HEAD_MUL64_AC0) ? mulshift16(v, q0, 0, h_hi)
+                                              : _mm512_min_epi32(_mm512_max_epi32(shift_round16(v, q0), zero), h_hi);
+    /* bytes sq[0..14], h[0..14], 0, 0 (each value is in 0..255) */
+    const __m128i sqb = _mm512_cvtepi32_epi8(sq), hb = _mm512_cvtepi32_epi8(h);
+    const __m128i keep15 = _mm_setr_epi8(-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0);
+    const __m128i keep14 = _mm_setr_epi8(-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 0);
+    uint8_t in[QF_FC1_IN] __attribute__((aligned(32)));
+    _mm_store_si128((__m128i *)in, _mm_or_si128(_mm_and_si128(sqb, keep15), _mm_slli_si128(hb, 15)));
+    _mm_store_si128((__m128i *)(in + 16), _mm_and_si128(_mm_srli_si128(hb, 1), keep14));
+
+    /* fc_1: outputs 0..15 and 16..31, 64 weight bytes a group each (int32 sums, wrapping) */
+    __m512i s0 = zero, s1 = zero;
+#  if !defined(QF_USE_VNNI)
+    if (plan & HEAD_FC1_WIDE) {
+        /* inputs up to 255 without VNNI: x = r + 128 b, as fc1_bytes does */
+        const __m512i low7 = _mm512_set1_epi8(0x7F), one8 = _mm512_set1_epi8(1), ones = _mm512_set1_epi16(1);
+        __m512i b0s = zero, b1s = zero;
+#pragma GCC unroll 8
+        for (int g = 0; g < QF_FC1_IN / 4; g++) {
+            const __m512i xv = _mm512_set1_epi32(load_i32(in + 4 * g));
+            const __m512i rv = _mm512_and_si512(xv, low7), bv = _mm512_and_si512(_mm512_srli_epi16(xv, 7), one8);
+            const __m512i w0v = _mm512_loadu_si512((const void *)(w1g + W1G_GROUP * g));
+            const __m512i w1v = _mm512_loadu_si512((const void *)(w1g + W1G_GROUP * g + 64));
+            s0 = _mm512_add_epi32(s0, _mm512_madd_epi16(_mm512_maddubs_epi16(rv, w0v), ones));
+            s1 = _mm512_add_epi32(s1, _mm512_madd_epi16(_mm512_maddubs_epi16(rv, w1v), ones));
+            b0s = _mm512_add_epi16(b0s, _mm512_maddubs_epi16(bv, w0v));
+            b1s = _mm512_add_epi16(b1s, _mm512_maddubs_epi16(bv, w1v));
+        }
+        s0 = _mm512_add_epi32(s0, _mm512_madd_epi16(b0s, _mm512_set1_epi16(128)));
+        s1 = _mm512_add_epi32(s1, _mm512_madd_epi16(b1s, _mm512_set1_epi16(128)));
+    } else
+#  endif
+    {
+#pragma GCC unroll 8
+        for (int g = 0; g < QF_FC1_IN / 4; g++) {
+            const __m512i xv = _mm512_set1_epi32(load_i32(in + 4 * g));
+            s0 = DP512(s0, xv, _mm512_loadu_si512((const void *)(w1g + W1G_GROUP * g)));
+            s1 = DP512(s1, xv, _mm512_loadu_si512((const void *)(w1g + W1G_GROUP * g + 64)));
+        }
+    }
+    const __m512i z1[2] = {_mm512_add_epi32(s0, _mm512_loadu_si512((const void *)b1)),
+                           _mm512_add_epi32(s1, _mm512_loadu_si512((const void *)(b1 + 16)))};
+    __m512i acc = zero;
+    for (int k = 0; k < 2; k++) {
+        const __m512i c_hi = narrow16(q1 + QF_SCHEME_Q_HI + 16 * k);
+        const __m512i a = (plan & HEAD_MUL64_AC1) ? mulshift16(z1[k], q1, 16 * k, c_hi)
+                                                  : _mm512_min_epi32(_mm512_max_epi32(shift_round16(z1[k], q1), zero), c_hi);
+        const __m512i wk = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(w2 + 16 * k)));
+        acc = _mm512_add_epi32(acc, _mm512_mullo_epi32(a, wk));
+    }
+    const int64_t fc2 = (int64_t)_mm512_reduce_add_epi32(acc);
+    return requant_row(b2 + fc2, QF_ROW(qs, QF_S_OUT), 0) + requant_row(z0[QF_FC0_OUT - 1], QF_ROW(qs, QF_S_SKIP), 0);
+}
+#elif defined(QF_USE_AVX2)
 /* 8 int64 values known to fit int32, as one vector of int32. */
 QF_INLINE __m256i narrow8(const int64_t *p)
 {
