@@ -95,6 +95,10 @@ X_RECORDS = {
     "ft_hi 5023 calibrated 127": XRecord(5023, 127, 21616, 32, R_NEAREST),
     "largest product": XRecord(32767, 255, 2 ** 32 - 1, 62, R_NEAREST),
     "64-bit, x clamp far below": XRecord(5965, 100, 40000, 12),
+    # (the Numba path splits such products at bit 15 in int32 lanes while its bound allows: the largest FT
+    # clamp and multiplier it takes; past the bound, by the rounding addend of a shift of 46, the int64 loop)
+    "split at its bound": XRecord(32767, 255, 65535, 31, R_NEAREST),
+    "split past its bound": XRecord(32767, 255, 65535, 46, R_NEAREST),
     # plain C: a divisor, a multiplier of 2^32, no shift, wrapping
     "divisor 3": XRecord(127, 127, 1, 7, R_NEAREST, div=3),
     "multiplier 2^32": XRecord(300, 255, 2 ** 32, 40, R_NEAREST),
