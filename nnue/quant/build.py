@@ -250,75 +250,6 @@ def _check_requant(what: str, rq: Requant, in_bound) -> int:
     return top // d + 1
 
 
-def check_requants(qnet: QuantNet) -> None:
-    """``QuantError`` naming the site if a requantisation's product could pass int64 for some position, or the
-    PSQT or positional output could leave int32 (the C kernel returns both in 32 bits). The inputs' bounds: the
-    FT clamp's square, the PSQT sums of 32 features, the affine sums' bounds within the clamps (``check_sums``),
-    the square's cap."""
-    sch = qnet.scheme
-    _check_requant("fc_0 input (the pairwise product)", sch.x.requant, sch.ft_hi ** 2)
-    psqt = _check_requant("PSQT", sch.psqt, 2 * MAX_ACTIVE * int(np.abs(qnet.ft_psqt.astype(np.int64)).max(initial=0)))
-    if psqt > INT32_MAX:
-        raise QuantError(f"PSQT output could reach {psqt}, beyond int32")
-    for s, st in enumerate(sch.stacks):
-        z0, z1, z2 = _stack_sums(qnet, s)
-        cap = list(st.ac_sqr_0.limit) if st.ac_sqr_0.limit else z0[:N_HIDDEN]
-        cap = cap * N_HIDDEN if len(cap) == 1 else cap
-        _check_requant(f"stack {s} SqrClippedReLU", st.ac_sqr_0.requant,
-                       [min(int(c), z) ** 2 for c, z in zip(cap, z0[:N_HIDDEN])])
-        _check_requant(f"stack {s} ClippedReLU of fc_0", st.ac_0.requant, z0[:N_HIDDEN])
-        skip = _check_requant(f"stack {s} skip", st.skip, z0[N_HIDDEN])
-        _check_requant(f"stack {s} ClippedReLU of fc_1", st.ac_1.requant, z1)
-        positional = _check_requant(f"stack {s} output", st.out, z2[0]) + skip
-        if positional > INT32_MAX:
-            raise QuantError(f"stack {s} positional output could reach {positional}, beyond int32")
-        _check_requant(f"stack {s} final", sch.final, psqt + positional)
-
-
-def quantise(fnet: FloatNet, scheme: Scheme) -> QuantNet:
-    """The integer tensors of ``fnet`` under ``scheme`` (``QuantError`` on any overflow)."""
-    l1, ns = fnet.l1, fnet.stacks
-    if len(scheme.stacks) != ns:
-        raise ValueError(f"scheme has {len(scheme.stacks)} stacks, the net {ns}")
-    s_acc = scheme.ft_scale
-    ft_bias = _round(fnet.ft_bias, s_acc, FT_DTYPE, "feature transformer biases")
-    ft_weights = _round(fnet.ft_weights, s_acc, FT_DTYPE, "feature transformer weights")
-    lo, hi = accumulator_bounds(ft_bias.astype(np.int64), ft_weights)
-    if lo.min() < -FT_MAX - 1 or hi.max() > FT_MAX:
-        raise QuantError(f"feature transformer accumulator (bias + 32 weights of one king bucket) could reach "
-                         f"{lo.min():.0f}..{hi.max():.0f} at scale {s_acc:g}, beyond int16")
-    ft_psqt = _round(fnet.ft_psqt, scheme.psqt_scale, PSQT_DTYPE, "PSQT weights")
-    if MAX_ACTIVE * np.abs(ft_psqt.astype(np.int64)).max() > INT32_MAX:
-        raise QuantError("PSQT accumulator could leave int32")
-
-    b0 = np.zeros((ns, FC0_OUT), BIAS_DTYPE)
-    w0 = np.zeros((ns, FC0_OUT, padded(l1)), WEIGHT_DTYPE)
-    b1 = np.zeros((ns, FC1_OUT), BIAS_DTYPE)
-    w1 = np.zeros((ns, FC1_OUT, FC1_IN_PADDED), WEIGHT_DTYPE)
-    b2 = np.zeros(ns, BIAS_DTYPE)
-    w2 = np.zeros((ns, FC2_IN_PADDED), WEIGHT_DTYPE)
-    wlo, whi = -WEIGHT_MAX - 1, WEIGHT_MAX
-    s_x = scheme.x.scale[0]
-    for s, st in enumerate(scheme.stacks):
-        a0 = np.asarray(st.fc_0.acc_scale)
-        w0[s, :, :l1] = _round(fnet.w0[s] * (a0[:, None] / s_x), 1.0, WEIGHT_DTYPE, f"stack {s} fc_0 weights",
-                               wlo, whi)
-        b0[s] = _round(fnet.b0[s] * a0, 1.0, BIAS_DTYPE, f"stack {s} fc_0 biases")
-        in1 = np.concatenate([st.ac_sqr_0.scale, st.ac_0.scale])
-        a1 = np.asarray(st.fc_1.acc_scale)
-        w1[s, :, :len(in1)] = _round(fnet.w1[s] * (a1[:, None] / in1[None, :]), 1.0, WEIGHT_DTYPE,
-                                     f"stack {s} fc_1 weights", wlo, whi)
-        b1[s] = _round(fnet.b1[s] * a1, 1.0, BIAS_DTYPE, f"stack {s} fc_1 biases")
-        a2 = st.fc_2.acc_scale[0]
-        w2[s, :FC1_OUT] = _round(fnet.w2[s] * (a2 / np.asarray(st.ac_1.scale)), 1.0, WEIGHT_DTYPE,
-                                 f"stack {s} fc_2 weights", wlo, whi)
-        b2[s] = _round(fnet.b2[s] * a2, 1.0, BIAS_DTYPE, f"stack {s} fc_2 bias")
-    qnet = QuantNet(scheme, ft_bias, ft_weights, ft_psqt, b0, w0, b1, w1, b2, w2, fnet.description)
-    check_sums(qnet)
-    check_requants(qnet)
-    return qnet
-
-
 def _stack_sums(qnet: QuantNet, s: int) -> tuple:
     """Stack ``s``'s fc_0, fc_1 and fc_2 sums checked against int32 within the record's clamps
     (``_check_sum``); returns their per-row bounds."""
@@ -408,17 +339,3 @@ def quantise(fnet: FloatNet, scheme: Scheme) -> QuantNet:
     check_sums(qnet)
     check_requants(qnet)
     return qnet
-
-
-def check_sums(qnet: QuantNet) -> None:
-    """``QuantError`` naming the layer if an affine layer's sum could leave int32 for some inputs within the
-    record's clamps. The C kernel sums in int32 as Stockfish does, so a file read from disk is checked too
-    (``nnue.quant.qformat``): within this bound every path equals the simulator's int64 sums."""
-    sch = qnet.scheme
-    for s, st in enumerate(sch.stacks):
-        _check_sum(f"stack {s} fc_0", qnet.b0[s], qnet.w0[s], sch.x.hi[0])
-        in1_hi = np.concatenate([np.broadcast_to(st.ac_sqr_0.hi, (N_HIDDEN,)), np.broadcast_to(st.ac_0.hi, (N_HIDDEN,)),
-                                 np.zeros(FC1_IN_PADDED - 2 * N_HIDDEN, np.int64)])
-        _check_sum(f"stack {s} fc_1", qnet.b1[s], qnet.w1[s], in1_hi)
-        c1_hi = np.concatenate([np.broadcast_to(st.ac_1.hi, (FC1_OUT,)), np.zeros(FC2_IN_PADDED - FC1_OUT, np.int64)])
-        _check_sum(f"stack {s} fc_2", qnet.b2[s:s + 1], qnet.w2[s:s + 1], c1_hi)
