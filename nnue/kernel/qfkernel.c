@@ -1280,17 +1280,17 @@ static int lean_head_plan(const int64_t *qs)
         }                                                                                                  \
     } while (0)
 
-/* fc_1 on 32 byte inputs, z[o] = b1[o] + sum_i w1[o][i] * in[i] (int32, wrapping): vpmaddubsw when every input
-   is <= 127 (plan without HEAD_FC1_WIDE) or vpdpbusd with VNNI, each byte split in two exact halves otherwise. */
+/* fc_1 on 32 byte inputs, z[o] = b1[o] + sum_i w1[o][i] * in[i] (int32, wrapping), for the AVX2 and scalar lean
+   heads (the AVX-512 one has its own): vpmaddubsw when every input is <= 127 (plan without HEAD_FC1_WIDE), each
+   byte split in two exact halves otherwise. */
 QF_INLINE void fc1_bytes(const int8_t *w1g, const int32_t *b1, const uint8_t *in, int plan, int32_t *z)
 {
-#if defined(QF_USE_AVX2) || defined(QF_USE_AVX512)
+#if defined(QF_USE_AVX2)
     const __m256i ones = _mm256_set1_epi16(1);
     __m256i acc[4], accb[4];
 #pragma GCC unroll 4
     for (int q = 0; q < 4; q++)
         acc[q] = accb[q] = _mm256_setzero_si256();
-#  if !defined(QF_USE_VNNI)
     if (plan & HEAD_FC1_WIDE) {
         /* inputs up to 255: x = r + 128 b (r = x & 127, b = x >> 7), both exact through vpmaddubsw; the b parts,
            at most 2 * 128 a pair, are summed over the 8 groups in int16 (2048 at most) and scaled once */
@@ -1309,24 +1309,14 @@ QF_INLINE void fc1_bytes(const int8_t *w1g, const int32_t *b1, const uint8_t *in
 #pragma GCC unroll 4
         for (int q = 0; q < 4; q++)
             acc[q] = _mm256_add_epi32(acc[q], _mm256_madd_epi16(accb[q], _mm256_set1_epi16(128)));
-    } else
-#  else
-    (void)plan;
-    (void)accb;
-    (void)ones;
-#  endif
-    {
+    } else {
 #pragma GCC unroll 8
         for (int g = 0; g < QF_FC1_IN / 4; g++) {
             const __m256i xv = _mm256_set1_epi32(load_i32(in + 4 * g));
 #pragma GCC unroll 4
             for (int q = 0; q < 4; q++) {
                 const __m256i wv = _mm256_loadu_si256((const __m256i *)(w1g + W1G_GROUP * g + 32 * q));
-#  if defined(QF_USE_VNNI)
-                acc[q] = _mm256_dpbusd_epi32(acc[q], xv, wv);
-#  else
                 acc[q] = _mm256_add_epi32(acc[q], _mm256_madd_epi16(_mm256_maddubs_epi16(xv, wv), ones));
-#  endif
             }
         }
     }
