@@ -1,5 +1,7 @@
 """engine.tools.unbalanced_book keeps the positions the engine scores within the window for one side, and only
 those, whichever side is ahead; bad input stops it with a message."""
+import sys
+
 import pytest
 
 from engine.tools import unbalanced_book
@@ -63,3 +65,23 @@ def test_missing_book_and_engine_are_refused(tmp_path, capsys):
     with pytest.raises(SystemExit):
         unbalanced_book.main([str(book), str(tmp_path / "out.epd"), "--engine", str(tmp_path / "no-such-engine")])
     assert "cannot start the engine" in capsys.readouterr().err
+
+
+def test_an_engine_that_dies_mid_run_is_reported(tmp_path, capsys):
+    """A UCI engine that answers the handshake and exits on its first ``go``: a message, no traceback."""
+    fake = tmp_path / "dies.py"
+    fake.write_text(
+        "import sys\n"
+        "for line in sys.stdin:\n"
+        "    cmd = line.split()[0] if line.split() else ''\n"
+        "    if cmd == 'uci':\n"
+        "        print('id name dies\\noption name Hash type spin default 1 min 1 max 64\\nuciok', flush=True)\n"
+        "    elif cmd == 'isready': print('readyok', flush=True)\n"
+        "    elif cmd == 'go': sys.exit(3)\n")
+    book = tmp_path / "book.epd"
+    book.write_text(BALANCED + "\n")
+    out = tmp_path / "out.epd"
+    status = unbalanced_book.main([str(book), str(out), "--engine", f"{sys.executable} {fake}"])
+    assert status == 1
+    assert "the engine failed" in capsys.readouterr().err
+    assert out.read_text() == ""

@@ -72,7 +72,8 @@ def main(argv=None) -> int:
     random.Random(args.seed).shuffle(lines)
     lines = lines[:args.sample]
     try:
-        engine = chess.engine.SimpleEngine.popen_uci(shlex.split(args.engine))
+        # its own session, so that Ctrl-C stops this tool, which then quits the engine, and not the engine under it
+        engine = chess.engine.SimpleEngine.popen_uci(shlex.split(args.engine), start_new_session=True)
     except (OSError, chess.engine.EngineError) as e:
         ap.error(f"cannot start the engine {args.engine!r}: {e}")
     engine.configure({"Hash": args.hash})
@@ -96,11 +97,20 @@ def main(argv=None) -> int:
                 if scored % 100 == 0:
                     print(f"scored {scored} of {len(lines)}, kept {kept}", file=sys.stderr, flush=True)
     except KeyboardInterrupt:
+        status = 130
         print(f"interrupted: {args.out} keeps the {kept} found", file=sys.stderr)
+    except chess.engine.EngineError as e:
+        status = 1
+        print(f"the engine failed ({e}): {args.out} keeps the {kept} found", file=sys.stderr)
+    else:
+        status = 0
     finally:
-        engine.quit()
+        try:
+            engine.quit()
+        except (chess.engine.EngineError, KeyboardInterrupt):
+            pass
     print(f"scored {scored}, kept {kept} within {lo}..{hi} cp for one side: {args.out}")
-    return 0
+    return status
 
 
 if __name__ == "__main__":
