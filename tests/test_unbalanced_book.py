@@ -85,3 +85,9 @@ def test_an_engine_that_dies_mid_run_is_reported(tmp_path, capsys):
     assert status == 1
     assert "the engine failed" in capsys.readouterr().err
     assert out.read_text() == ""
+
+
+def test_an_unwritable_output_is_reported(book, tmp_path, capsys):
+    status = unbalanced_book.main([str(book), str(tmp_path / "no-such-dir" / "out.epd"), "--depth", "1"])
+    assert status == 1
+    assert "cannot write" in capsys.readouterr().err

@@ -76,7 +76,8 @@ def main(argv=None) -> int:
         engine = chess.engine.SimpleEngine.popen_uci(shlex.split(args.engine), start_new_session=True)
     except (OSError, chess.engine.EngineError) as e:
         ap.error(f"cannot start the engine {args.engine!r}: {e}")
-    engine.configure({"Hash": args.hash})
+    if "Hash" in engine.options:
+        engine.configure({"Hash": args.hash})
     lo, hi = args.window
     scored = kept = 0
     try:
@@ -102,6 +103,9 @@ def main(argv=None) -> int:
     except chess.engine.EngineError as e:
         status = 1
         print(f"the engine failed ({e}): {args.out} keeps the {kept} found", file=sys.stderr)
+    except OSError as e:
+        status = 1
+        print(f"cannot write {args.out}: {e.strerror}", file=sys.stderr)
     else:
         status = 0
     finally:
