@@ -44,12 +44,19 @@ class Openings:
             self._boards[index] = self._parse(index)
         return self._boards[index]
 
+    def line(self, index: int) -> str:
+        """Line ``index`` as the file has it (stripped)."""
+        return self._lines[index][1]
+
+    def fen(self, index: int) -> str:
+        """The FEN of line ``index``: its first four fields, with the move counters when the line has them."""
+        fields = self.line(index).split(";")[0].split()
+        return " ".join(fields[:6] if len(fields) >= 6 and fields[4].isdigit() and fields[5].isdigit()
+                        else fields[:4])
+
     def _parse(self, index: int) -> Board:
-        number, line = self._lines[index]
-        fields = line.split(";")[0].split()
-        fen = " ".join(fields[:6] if len(fields) >= 6 and fields[4].isdigit() and fields[5].isdigit()
-                       else fields[:4])
+        number = self._lines[index][0]
         try:
-            return parse_fen(fen)
+            return parse_fen(self.fen(index))
         except FenError as exc:
             raise OpeningsError(f"{self.path}:{number}: {exc}") from None

@@ -20,21 +20,13 @@ import sys
 import chess
 import chess.engine
 
-
-def read_book(path: str) -> list[str]:
-    """The positions of an EPD or FEN file, one a line (blank lines and ``#`` comments skipped)."""
-    with open(path) as fh:
-        return [line.strip() for line in fh if line.strip() and not line.startswith("#")]
+from engine.datagen.openings import Openings, OpeningsError
 
 
-def board_of(line: str) -> chess.Board | None:
-    """The position of a book line (EPD, or FEN with or without its counters), or None when it is not legal."""
-    fields = line.split()
+def board_of(book: Openings, index: int) -> chess.Board | None:
+    """The position of line ``index`` of ``book`` for python-chess, or None when it is not a legal one."""
     try:
-        if len(fields) == 6 and fields[4].isdigit() and fields[5].isdigit():
-            board = chess.Board(line)
-        else:
-            board = chess.Board.from_epd(line)[0]
+        board = chess.Board(book.fen(index))
     except ValueError:
         return None
     return board if board.is_valid() else None
@@ -66,11 +58,12 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
 
     try:
-        lines = read_book(args.book)
-    except OSError as e:
-        ap.error(f"cannot read {args.book}: {e.strerror}")
-    random.Random(args.seed).shuffle(lines)
-    lines = lines[:args.sample]
+        book = Openings(args.book)
+    except OpeningsError as e:
+        ap.error(f"cannot read the book: {e}")
+    order = list(range(len(book)))
+    random.Random(args.seed).shuffle(order)
+    order = order[:args.sample]
     try:
         # its own session, so that Ctrl-C stops this tool, which then quits the engine, and not the engine under it
         engine = chess.engine.SimpleEngine.popen_uci(shlex.split(args.engine), start_new_session=True)
@@ -82,8 +75,8 @@ def main(argv=None) -> int:
     scored = kept = 0
     try:
         with open(args.out, "w") as out:
-            for line in lines:
-                board = board_of(line)
+            for index in order:
+                board = board_of(book, index)
                 if board is None or board.is_game_over():
                     continue
                 # a new game for each position (ucinewgame clears the table), so that a score does not depend
@@ -92,11 +85,11 @@ def main(argv=None) -> int:
                 score = info["score"].white().score()
                 scored += 1
                 if score is not None and lo <= abs(score) <= hi:
-                    out.write(line + "\n")
+                    out.write(book.line(index) + "\n")
                     out.flush()
                     kept += 1
                 if scored % 100 == 0:
-                    print(f"scored {scored} of {len(lines)}, kept {kept}", file=sys.stderr, flush=True)
+                    print(f"scored {scored} of {len(order)}, kept {kept}", file=sys.stderr, flush=True)
     except KeyboardInterrupt:
         status = 130
         print(f"interrupted: {args.out} keeps the {kept} found", file=sys.stderr)
