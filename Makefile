@@ -17,19 +17,19 @@ $(PY):
 package: $(PY)
 	$(PY) -m pip install -q -e '.[test]'
 
-# C NNUE kernel (scalar, AVX2, AVX-512, AVX-512 VNNI variants in one library, chosen at run time).
+# The C NNUE kernel, built into the user cache folder (the engine would build it on first use anyway).
 # Optional: without a C compiler the engine runs its Numba path.
-kernel: $(PY)
-	$(PY) -m nnue.tools.build_kernel || echo "C kernel not built: the Numba path will be used"
+kernel: package
+	$(QF) kernel --quiet || echo "C kernel not built: the Numba path will be used"
 
-# Stockfish 15.1's net when it can be had (file, download, or `stockfish export_net`); without it the engine
-# plays with Quantfish's own net, committed in nets/.
-net: $(PY)
-	$(PY) -m nnue.tools.get_net || echo "Stockfish 15.1's net not available: the engine will use Quantfish's own net in nets/"
+# Stockfish 15.1's net when it can be had (a good copy, a download, or `stockfish export_net`), into the user's
+# nets folder; without it the engine plays with Quantfish's own net, shipped in the package.
+net: package
+	$(QF) net get || echo "Stockfish 15.1's net not available: the engine will use Quantfish's own net"
 
 # Compile every Numba function once so that the first game starts at once.
 warm: package kernel
-	$(PY) -m engine.tools.warm
+	$(QF) warm
 
 # Optional: PyTorch (pinned: 2.13.0 is a local CPU wheel here; an unpinned torch pulls a CUDA build of several
 # GB) for training our own nets (quantfish train / export) and their tests, which skip without it.
@@ -40,9 +40,9 @@ train-deps: $(PY)
 plot-deps: $(PY)
 	$(PY) -m pip install -q 'matplotlib>=3.7'
 
-# Remake Quantfish's own net the way nets/qf-*.nnue was made (nets/README.md): 9M self-play positions labelled
-# by the search with Stockfish 15.1's net, 5 epochs of training at L1 = 256, export. Needs make train-deps;
-# about 45 minutes on 2 cores. The result is build/ournet/ournet.nnue.
+# Remake Quantfish's own net the way quantfish/nets/qf-*.nnue was made (quantfish/nets/README.md): 9M self-play
+# positions labelled by the search with Stockfish 15.1's net, 5 epochs of training at L1 = 256, export. Needs
+# make train-deps; about 45 minutes on 2 cores. The result is build/ournet/ournet.nnue.
 ournet: $(PY)
 	mkdir -p build/ournet && rm -f build/ournet/d1.bin build/ournet/d2.bin
 	$(QF) gendata -o build/ournet/d1.bin --positions 3000000 --workers 1 --seed 1
@@ -54,18 +54,19 @@ ournet: $(PY)
 test: $(PY)
 	$(PY) -m pytest -q
 
+# Every speed figure side by side in one run, next to Stockfish's (STOCKFISH=/path/to/stockfish: a build for
+# this CPU is the fair yardstick).
 bench: $(PY)
-	$(PY) -m engine.tools.bench_all
+	$(PY) -m tools.bench_all
 
 # On demand, not part of make test: 2,040 games against itself and the installed engines at bullet and
-# blitz (tests/soak.py, about an hour on 2 cores); counts crashes, illegal moves, time losses and hangs.
+# blitz (tools/soak.py, about an hour on 2 cores); counts crashes, illegal moves, time losses and hangs.
 # SOAK_ARGS="--scale 0.1" for a short run; the games are appended to build/soak/games.jsonl.
 SOAK_ARGS ?=
 soak: $(PY)
 	mkdir -p build/soak
-	$(PY) tests/soak.py --plan default --quiet --log build/soak/games.jsonl $(SOAK_ARGS)
+	$(PY) -m tools.soak --plan default --quiet --log build/soak/games.jsonl $(SOAK_ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info
-	rm -f nnue/kernel/libqfkernel.so
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

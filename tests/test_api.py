@@ -1,4 +1,4 @@
-"""The Python API (``from engine import Engine, perft``): perft against the shared suites, evaluate against
+"""The Python API (``from quantfish import Engine, perft``): perft against the shared suites, evaluate against
 ``quantfish eval``, analyse/play on positions with known answers, the move stack's repetitions, errors."""
 
 import csv
@@ -14,7 +14,7 @@ import chess.engine
 import pytest
 from click.testing import CliRunner
 
-from tests.shared import NNUE_DATA, PERFT_DATA, require
+from tests.testdata import NNUE_DATA, PERFT_DATA, require
 
 REPO = Path(__file__).resolve().parent.parent
 MATE_IN_ONE = "6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1"          # Ra8#
@@ -41,7 +41,7 @@ def _reference_fens(n):
 
 @pytest.fixture(scope="module")
 def quantfish(nnue_net):
-    from engine import Engine
+    from quantfish import Engine
     with Engine() as e:       # the default net: $QUANTFISH_NET, else nets/ (nnue_net fails with a hint if absent)
         yield e
 
@@ -62,12 +62,12 @@ def _printed_final_cp(output, fen):
 # -- imports -----------------------------------------------------------------------------------------------
 
 def test_import_is_lazy_and_perft_is_the_function():
-    code = ("import sys, engine\n"
-            "assert not {'engine.api', 'numba', 'chess'} & set(sys.modules), sorted(sys.modules)\n"
-            "from engine.perft_count import perft_divide\n"       # the compiled perft module first: the name is still the API function
-            "from engine import Engine, perft\n"
-            "assert 'engine.api' in sys.modules and perft.__module__ == 'engine.api', perft\n"
-            "assert engine.perft is perft and Engine.__module__ == 'engine.api'\n"
+    code = ("import sys, quantfish\n"
+            "assert not {'quantfish.api.engine', 'numba', 'chess'} & set(sys.modules), sorted(sys.modules)\n"
+            "from quantfish.core.perft import perft_divide\n"       # the compiled perft module first: the name is still the API function
+            "from quantfish import Engine, perft\n"
+            "assert 'quantfish.api.engine' in sys.modules and perft.__module__ == 'quantfish.api.engine', perft\n"
+            "assert quantfish.perft is perft and Engine.__module__ == 'quantfish.api.engine'\n"
             "print(perft(None, 2))\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
     assert proc.returncode == 0, proc.stderr
@@ -77,7 +77,7 @@ def test_import_is_lazy_and_perft_is_the_function():
 # -- perft -------------------------------------------------------------------------------------------------
 
 def test_perft_matches_shared_suites():
-    from engine import perft
+    from quantfish import perft
     cases = _suite("perftsuite_standard_128.epd", 8) + _suite("cpw_perft_positions.epd", 6)
     assert len(cases) > 30
     for fen, depth, count in cases:
@@ -85,7 +85,7 @@ def test_perft_matches_shared_suites():
 
 
 def test_perft_of_boards_and_defaults():
-    from engine import perft
+    from quantfish import perft
     fen, depth, count = _suite("chess960_fischer_960.epd", 1)[2]
     assert perft(chess.Board(fen, chess960=True), depth) == count
     board = chess.Board()
@@ -95,8 +95,8 @@ def test_perft_of_boards_and_defaults():
 
 
 def test_perft_bad_fen_has_the_parsers_message():
-    from engine import perft
-    from engine.fen import parse_fen
+    from quantfish import perft
+    from quantfish.core.fen import parse_fen
     for bad in ("xx w - - 0 1", "8/8/8/8/8/8/8/K7 w - - 0 1", "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq"):
         with pytest.raises(ValueError) as expected:
             parse_fen(bad)
@@ -110,7 +110,7 @@ def test_perft_bad_fen_has_the_parsers_message():
 # -- static evaluation -------------------------------------------------------------------------------------
 
 def test_evaluate_is_what_the_eval_command_prints(quantfish):
-    from uci.eval_command import eval_command
+    from quantfish.cli.eval import eval_command
     runner = CliRunner()
     fens = _reference_fens(8) + ["8/8/8/8/8/8/8/K6k w - - 0 1", "r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R b KQkq - 2 3"]
     assert {f.split()[1] for f in fens} == {"w", "b"}
@@ -136,9 +136,9 @@ def test_evaluate_board_equals_its_fen(quantfish):
 
 
 def test_evaluate_with_a_stockfish17_pair(nnue17_dir):
-    from engine import Engine
-    from nnue.evaluate import PairReport
-    from uci.eval_command import eval_command
+    from quantfish import Engine
+    from quantfish.nnue.evaluate import PairReport
+    from quantfish.cli.eval import eval_command
     big, small = str(nnue17_dir / "synthetic_big.nnue"), str(nnue17_dir / "synthetic_small.nnue")
     runner = CliRunner()
     with Engine(big, small) as pair:
@@ -238,9 +238,9 @@ def test_bad_limits_and_positions(quantfish):
 
 
 def test_missing_and_unpaired_nets(tmp_path, monkeypatch, nnue17_dir):
-    from engine import Engine
-    from nnue.netfile import NetFileError
-    from nnue.netpair import NetPairError
+    from quantfish import Engine
+    from quantfish.nnue.net import NetFileError
+    from quantfish.nnue.loader import NetPairError
     missing = tmp_path / "none.nnue"
     with pytest.raises(NetFileError, match=f"net file not found: {re.escape(str(missing))}"):
         Engine(missing)
@@ -252,7 +252,7 @@ def test_missing_and_unpaired_nets(tmp_path, monkeypatch, nnue17_dir):
 
 
 def test_closed_engine_refuses(nnue_net):
-    from engine import Engine
+    from quantfish import Engine
     e = Engine(nnue_net.path, hash_mb=1)
     e.close()
     with pytest.raises(RuntimeError, match="closed"):

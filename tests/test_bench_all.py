@@ -1,14 +1,14 @@
-"""`make bench`'s position-by-position measure against Stockfish (``engine.tools.bench_all.interleaved_nps``)."""
+"""`make bench`'s position-by-position measure against Stockfish (``tools.bench_all.interleaved_nps``)."""
 import pytest
 
-from engine.bench import run_bench
-from engine.bench_positions import BENCH_FENS
-from engine.searcher import Searcher
-from engine.tools.bench_all import Stockfish, interleaved_nps
-from nnue import ckernel
-from nnue.netfile import load_net
-from nnue.netpath import resolve_net_path
-from nnue.tools.bench import stockfish_for_comparison
+from quantfish.search.bench import run_bench
+from quantfish.search.bench_positions import BENCH_FENS
+from quantfish.search.driver import Searcher
+from tools.bench_all import Stockfish, interleaved_nps
+from quantfish.nnue.kernel import loader as ckernel
+from quantfish.nnue.io import load_net
+from quantfish.nnue.locate import resolve_net_path
+from tools.nnue_bench import stockfish_for_comparison
 
 FENS = BENCH_FENS[:3]
 DEPTH = 5

@@ -1,8 +1,8 @@
-"""The kernel's one-call evaluation (nnue.ceval) gives exactly nnue.stack's accumulators and outputs.
+"""The kernel's one-call evaluation (quantfish.nnue.kernel.ceval) gives exactly quantfish.nnue.stack's accumulators and outputs.
 
 A random walk up and down a search stack (sibling moves, plies evaluated only sometimes so that updates span
 several plies, null moves, king moves that need the refresh cache, a root left uncomputed) is evaluated twice:
-by ``ceval.evaluate_c`` on one stack and by ``nnue.stack.net_output`` (the Numba path, with its own refresh
+by ``ceval.evaluate_c`` on one stack and by ``quantfish.nnue.stack.net_output`` (the Numba path, with its own refresh
 cache) on another, in every kernel variant this CPU runs."""
 
 import random
@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 from numba import njit
 
-from nnue import ceval, ckernel
-from nnue.accumulator import refresh
-from nnue.architecture import EVAL_CONTEXT_FIELDS
-from nnue.inference import bucket_of, make_scratch
-from nnue.pychess_bridge import dirty_pieces, mailbox, set_dirty, side_to_move
-from nnue.stack import net_output, net_output_scheme
+from quantfish.nnue.kernel import ceval, loader as ckernel
+from quantfish.nnue.accumulator import refresh
+from quantfish.nnue.architecture import EVAL_CONTEXT_FIELDS
+from quantfish.nnue.layers import bucket_of, make_scratch
+from quantfish.nnue.pychess import dirty_pieces, mailbox, set_dirty, side_to_move
+from quantfish.nnue.stack import net_output, net_output_scheme
 from tests.test_ckernel import cnet, kernel_lib, kf  # noqa: F401  (fixtures)
 from tests.test_nnue_incremental import _new_game, _pick
 
@@ -65,7 +65,7 @@ def _refreshed(net, board, back, persp):
 
 
 def _walk(kf, net, cnet, scheme, seed, steps=500, games=4, buckets=None):
-    """Random walks of a search stack; each evaluation by the kernel's one call and by ``nnue.stack`` (Numba)
+    """Random walks of a search stack; each evaluation by the kernel's one call and by ``quantfish.nnue.stack`` (Numba)
     on a second stack must agree, and so must every accumulator both have computed. ``kf`` may be a list of
     variants, which then take turns on the one context; ``buckets`` (a set) collects the stacks evaluated."""
     kfs = kf if isinstance(kf, list) else [kf]
@@ -142,7 +142,7 @@ def test_one_call_equals_the_stack_walk_for_quantfish_nets(kf, tmp_path, name, r
     """A Quantfish-format net: the context lists its scheme record and the kernel takes its forward pass."""
     from tests.test_quant_engine import _written
     from tests.test_quant_schemes import _net, _positions
-    from nnue.quant import calibrate, schemes
+    from quantfish.quant import calibrate, schemes
     fnet = _net()
     qnet = schemes.make(name, fnet, calibrate.collect(fnet, _positions(200, 3), min_per_stack=64), rounding,
                         resolution)
@@ -159,8 +159,8 @@ def _net_of_several_plans(tmp_path):
     general head (a divisor); stack 4 too (a square limit of 2^31)."""
     from tests.test_quant_engine import _written
     from tests.test_quant_schemes import _net, _positions
-    from nnue.quant import calibrate, schemes
-    from nnue.requant import Q_DIV, Q_HI, Q_MUL, Q_SHIFT, S_AC0, S_AC1, S_SQR, S_SQR_LIMIT, S_X
+    from quantfish.quant import calibrate, schemes
+    from quantfish.nnue.requant import Q_DIV, Q_HI, Q_MUL, Q_SHIFT, S_AC0, S_AC1, S_SQR, S_SQR_LIMIT, S_X
     fnet = _net()
     qnet = schemes.make("range-row", fnet, calibrate.collect(fnet, _positions(200, 3), min_per_stack=64),
                         "nearest", 255)
@@ -201,7 +201,7 @@ def test_one_call_reads_each_stacks_own_saturating_groups(kf, tmp_path):  # noqa
     int8 (nearly every group marked): a stack read with another's map would saturate on the common buckets."""
     from tests.test_quant_engine import _written
     from tests.test_quant_schemes import _net, _positions
-    from nnue.quant import calibrate, schemes
+    from quantfish.quant import calibrate, schemes
     fnet = _net()
     qnet = schemes.make("sf", fnet, calibrate.collect(fnet, _positions(200, 3), min_per_stack=64), "nearest", 255)
     arrays = _written(qnet, tmp_path / "net.qfnn").arrays()
@@ -232,7 +232,7 @@ def test_context_lists_every_field_and_checks_widths(cnet, nnue_arrays):  # noqa
 
 
 def test_the_search_takes_the_one_call_path_on_the_c_kernel(nnue_net):
-    from engine.searcher import Searcher
+    from quantfish.search.driver import Searcher
     k = ckernel.load_kernel("auto")
     if not k.is_c:
         pytest.fail(f"no C kernel: {k.reason}")

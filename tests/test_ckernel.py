@@ -1,6 +1,6 @@
 """The C NNUE kernel gives exactly the integers of the Numba path, in every variant this CPU runs.
 
-The library is built by the session fixture (nnue/tools/build_kernel.py; needs gcc). If it cannot be built or
+The library is built by the session fixture (quantfish/nnue/kernel/build.py; needs gcc). If it cannot be built or
 loaded the tests FAIL with the reason; nothing is skipped silently. A variant the CPU cannot execute is
 reported as an explicit skip with the CPU's features in the reason.
 """
@@ -17,15 +17,16 @@ import numpy as np
 import pytest
 from numba import njit
 
-from engine.fen import parse_fen
-from nnue import architecture, ckernel, kernelfiles
-from nnue.accumulator import make_stack, refresh
-from nnue.stack import ensure_accumulator, refresh_ply
-from nnue.inference import fc0_sparse, find_nnz, forward, forward_all, head, make_scratch, transform_half
-from nnue.netfile import P_FT_SHIFT, NetArrays
-from nnue.requant import no_scheme
-from nnue.tools import build_kernel
-from tests.shared import NNUE_DATA, require
+from quantfish.core.fen import parse_fen
+from quantfish.nnue import architecture
+from quantfish.nnue.kernel import loader as ckernel, files as kernelfiles
+from quantfish.nnue.accumulator import make_stack, refresh
+from quantfish.nnue.stack import ensure_accumulator, refresh_ply
+from quantfish.nnue.layers import fc0_sparse, find_nnz, forward, forward_all, head, make_scratch, transform_half
+from quantfish.nnue.net import P_FT_SHIFT, NetArrays
+from quantfish.nnue.requant import no_scheme
+from quantfish.nnue.kernel import build as build_kernel
+from tests.testdata import NNUE_DATA, require
 
 REPO = Path(__file__).resolve().parent.parent
 TSV = NNUE_DATA / "sf15.1_reference.tsv"
@@ -92,7 +93,7 @@ def test_status_strings(kernel_lib):
 
 def test_missing_library_falls_back(tmp_path):
     k = ckernel.load_kernel("auto", path=tmp_path / "nope.so")
-    assert k.status == "numba" and "not built" in k.reason
+    assert k.status == "numba" and "not found" in k.reason
     with pytest.raises(ckernel.KernelUnavailable):
         ckernel.load_kernel("c", path=tmp_path / "nope.so", require=True)
 
@@ -117,21 +118,37 @@ def test_placeholder_funcs_share_the_compiled_code(kernel_lib):
     assert len(_maybe_c.signatures) == 1
 
 
+@pytest.mark.slow
+def test_the_library_is_built_on_first_use_into_the_cache_folder(tmp_path, monkeypatch):
+    """With an empty cache folder the loader builds the library there (nothing is written into the package)."""
+    try:
+        build_kernel.find_compiler()
+    except build_kernel.KernelBuildError:
+        pytest.skip("no C compiler")
+    monkeypatch.setenv("QUANTFISH_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(ckernel, "_libs", {})
+    k = ckernel.load_kernel("c" if build_kernel.is_x86_64() else "auto")
+    assert kernelfiles.library_path() == tmp_path / "kernel" / f"libqfkernel-{kernelfiles.source_id()}.so"
+    assert kernelfiles.library_path().is_file()
+    assert k.is_c or "AVX2" in k.reason
+    assert not list(kernelfiles.KERNEL_DIR.glob("*.so")) and not (kernelfiles.KERNEL_DIR / "qfarch.h").exists()
+
+
 def test_build_is_up_to_date_and_skipped(kernel_lib):
     res = build_kernel.build()
     assert res["built"] is False
-    assert build_kernel.library_build_id() == build_kernel.full_build_id(build_kernel.find_compiler())
+    assert build_kernel.library_build_id(kernelfiles.library_path()) == build_kernel.full_build_id(build_kernel.find_compiler())
 
 
 # ------------------------------------------------------------------------------------------------------
-# The kernel's widths, shifts and scales come from nnue/architecture.py
+# The kernel's widths, shifts and scales come from quantfish/nnue/architecture.py
 # ------------------------------------------------------------------------------------------------------
 
-def test_c_constants_are_the_architectures(kernel_lib):
-    """qfarch.h (what the compiler read) is architecture.c_header(); each macro is the architecture's
-    constant; the compiled library reports the same values (qf_arch, which the loader checks)."""
+def test_c_constants_are_the_architectures(kernel_lib, tmp_path):
+    """qfarch.h (what the build writes for the compiler) is architecture.c_header(); each macro is the
+    architecture's constant; the compiled library reports the same values (qf_arch, which the loader checks)."""
     a = architecture
-    header = (build_kernel.KERNEL_DIR / a.C_HEADER_NAME).read_text()
+    header = a.write_c_header(tmp_path).read_text()
     assert header == a.c_header()
     macros = {m[1]: int(m[2]) for m in re.finditer(r"^#define (QF_\w+) (-?\d+)", header, re.M)}
     assert macros == {
@@ -140,12 +157,12 @@ def test_c_constants_are_the_architectures(kernel_lib):
         "QF_SQR_SHIFT": a.SQR_SHIFT, "QF_SQR_LIMIT": a.SQR_INPUT_LIMIT, "QF_FT_ACT_MAX": a.FT_ACT_MAX,
         "QF_FT_PRODUCT_SHIFT": a.FT_PRODUCT_SHIFT, "QF_MAX_FT_SHIFT": a.MAX_FT_SHIFT,
         "QF_SKIP_MUL": a.SKIP_MUL, "QF_SKIP_DIV": a.SKIP_DIV,
-        # a scheme record's packed layout (nnue.requant), which forward_scheme reads
+        # a scheme record's packed layout (quantfish.nnue.requant), which forward_scheme reads
         "QF_SCHEME_ROW": a.SCHEME_ROW, "QF_SCHEME_Q_SHIFT": a.SCHEME_Q_SHIFT, "QF_SCHEME_Q_DIV": a.SCHEME_Q_DIV,
         "QF_SCHEME_Q_ROUND": a.SCHEME_Q_ROUND, "QF_SCHEME_Q_WRAP": a.SCHEME_Q_WRAP,
         "QF_SCHEME_Q_MUL": a.SCHEME_Q_MUL, "QF_SCHEME_Q_HI": a.SCHEME_Q_HI, "QF_SCHEME_SITES": len(a.SCHEME_SITES),
         **{f"QF_S_{name.upper()}": i for i, name in enumerate(a.SCHEME_SITES)},
-        # the feature set and move record the one-call evaluation walks, and its context's layout (nnue.ceval)
+        # the feature set and move record the one-call evaluation walks, and its context's layout (quantfish.nnue.kernel.ceval)
         "QF_PS_NB": a.PS_NB, "QF_KING_PLANE": a.KING_PLANE, "QF_NO_SQ": a.NO_SQ, "QF_MAX_DIRTY": a.MAX_DIRTY,
         **{f"QF_CX_{name.upper()}": i for i, name in enumerate(a.EVAL_CONTEXT_FIELDS)},
         "QF_CX_SIZE": len(a.EVAL_CONTEXT_FIELDS), "QF_CX_PLAN_WORDS": a.CX_PLAN_WORDS}
@@ -155,7 +172,7 @@ def test_c_constants_are_the_architectures(kernel_lib):
 
 def _kernel_sources(directory):
     for name in ("qfkernel.c", "qfkernel.h"):
-        shutil.copy(build_kernel.KERNEL_DIR / name, directory / name)
+        shutil.copy(kernelfiles.KERNEL_DIR / name, directory / name)
 
 
 def test_build_id_follows_the_constants(monkeypatch, tmp_path):
@@ -176,7 +193,7 @@ def test_loader_refuses_a_library_built_for_other_constants(kernel_lib, monkeypa
     monkeypatch.setattr(ckernel, "c_defines", lambda: other)
     monkeypatch.setattr(ckernel, "_libs", {})
     with pytest.raises(ckernel.KernelUnavailable, match=r"other architecture constants: QF_FC1_OUT 32 \(now 64\)"):
-        ckernel.load_library(build_kernel.LIBRARY)
+        ckernel.load_library(kernelfiles.library_path())
     k = ckernel.load_kernel("auto")
     assert k.status == "numba" and "architecture constants" in k.reason
 
@@ -468,7 +485,7 @@ def _game_sequence(n_plies, seed):
 
     import chess
 
-    from nnue.pychess_bridge import dirty_pieces, mailbox, set_dirty
+    from quantfish.nnue.pychess import dirty_pieces, mailbox, set_dirty
     rng = random.Random(seed)
     board = chess.Board()
     boards = [mailbox(board)]
@@ -640,10 +657,10 @@ def test_sf17_reference_positions(kf, nnue17_pair):
 
 _CACHE_PROBE = """
 import numpy as np
-from nnue import ckernel
-from nnue.netfile import load_net
-from nnue.netpath import resolve_net_path
-from nnue.stack import refresh_ply
+from quantfish.nnue.kernel import loader as ckernel
+from quantfish.nnue.io import load_net
+from quantfish.nnue.locate import resolve_net_path
+from quantfish.nnue.stack import refresh_ply
 k = ckernel.load_kernel("c", require=True)
 arrays = load_net(resolve_net_path()).arrays()
 cnet = ckernel.make_cnet(arrays)
@@ -666,7 +683,7 @@ def test_numba_cache_is_used_by_a_second_process(kernel_lib, nnue_net):
     assert runs[0].stdout.split("RESULT")[1] == runs[1].stdout.split("RESULT")[1]
     second = runs[1].stdout
     # The functions called from Python are loaded from the cache (their callees are linked into them).
-    for fn in ("ckernel.forward_c", "stack.refresh_ply"):
+    for fn in ("loader.forward_c", "stack.refresh_ply"):
         assert any("data loaded from" in ln and f"{fn}-" in ln for ln in second.splitlines()), \
             f"{fn} not loaded from the cache:\n{second}"
     saved = [ln for ln in second.splitlines() if "data saved" in ln]

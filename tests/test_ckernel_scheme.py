@@ -18,14 +18,14 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pytest
 
-from nnue.ckernel import fc0_grouped, fc0_saturating_groups
-from nnue.requant import (
+from quantfish.nnue.kernel.loader import fc0_grouped, fc0_saturating_groups
+from quantfish.nnue.requant import (
     Q_DIV, Q_HI, Q_MUL, Q_ROUND, Q_SHIFT, Q_WRAP, R_FLOOR, R_NEAREST, R_TRUNC, S_AC0, S_AC1, S_FT, S_PSQT, S_SQR,
     S_SQR_LIMIT, S_X,
     head_scheme, pack_scheme, requant, transform_half_scheme,
 )
-from nnue.quant import schemes
-from nnue.quant.scheme import Requant
+from quantfish.quant import schemes
+from quantfish.nnue.scheme import Requant
 from tests.test_ckernel import I16_EXTREMES, _p, kernel_lib, kf  # noqa: F401  (fixtures)
 from tests.test_quant_schemes import _net
 

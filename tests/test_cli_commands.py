@@ -8,7 +8,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from uci.cli import main
+from quantfish.cli.main import main
 
 REPO = Path(__file__).resolve().parent.parent
 DOCUMENTED = {"perft", "bench", "eval", "gendata", "data", "train", "export"}    # design.md "Command line" and README "Usage"
@@ -29,7 +29,7 @@ def test_group_has_every_documented_subcommand():
 
 def test_a_broken_command_module_fails_loudly(monkeypatch):
     """A subcommand whose module does not import is an error when used, not a command that vanishes."""
-    from uci import cli
+    from quantfish.cli import main as cli
     monkeypatch.setitem(cli.LAZY_COMMANDS, "broken", ("uci.no_such_module", "command"))
     res = CliRunner().invoke(main, ["broken"])
     assert res.exit_code != 0 and isinstance(res.exception, ModuleNotFoundError)
@@ -43,7 +43,7 @@ def test_help_lists_every_documented_subcommand():
 
 def test_help_of_a_fresh_process_lists_them():
     """The console script's entry point as a new process sees, with nothing imported beforehand."""
-    proc = subprocess.run([sys.executable, "-m", "uci.cli", "--help"], capture_output=True, text=True,
+    proc = subprocess.run([sys.executable, "-m", "quantfish.cli.main", "--help"], capture_output=True, text=True,
                           timeout=120, cwd=REPO)
     assert proc.returncode == 0, proc.stderr
     assert DOCUMENTED <= _listed(proc.stdout)
@@ -52,22 +52,23 @@ def test_help_of_a_fresh_process_lists_them():
 def test_registering_them_stays_cheap():
     """Importing the command line loads no engine, net, Numba, numpy or python-chess code (subcommands load when
     used): UCI mode and `quantfish perft` start at once."""
-    probe = ("import sys, uci.cli; print(sorted(m for m in sys.modules if m.split('.')[0] in "
-             "{'engine', 'nnue', 'numba', 'numpy', 'chess'}))")
+    probe = ("import sys, quantfish.cli.main; print(sorted(m for m in sys.modules if m.split('.')[0] in "
+             "{'numba', 'numpy', 'chess'} or m.split('.')[:2] in (['quantfish', p] for p in "
+             "('core', 'nnue', 'search', 'tablebase', 'runtime'))))")
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, cwd=REPO)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]"
 
 
 @pytest.mark.parametrize("command", [
-    [sys.executable, "-X", "importtime", "-m", "uci.cli"],
-    [sys.executable, "-X", "importtime", "-c", "import sys; sys.argv = ['quantfish']; import uci; uci.entry()"],
-], ids=["python -m uci.cli", "quantfish script"])
+    [sys.executable, "-X", "importtime", "-m", "quantfish"],
+    [sys.executable, "-X", "importtime", "-c", "import sys; sys.argv = ['quantfish']; import quantfish.cli; quantfish.cli.entry()"],
+], ids=["python -m quantfish", "quantfish script"])
 def test_uci_mode_starts_without_the_command_line_library(command):
     """With no arguments (how a GUI starts an engine) `uciok` comes before click is imported (~40 ms)."""
     proc = subprocess.run(command, input="uci\nquit\n", capture_output=True, text=True, timeout=120, cwd=REPO)
     assert proc.returncode == 0, proc.stderr
     assert "uciok" in proc.stdout
     imported = {line.split("|")[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
-    assert "uci.protocol" in imported
+    assert "quantfish.uci.protocol" in imported
     assert "click" not in imported

@@ -1,4 +1,4 @@
-"""Training records (nnue.train): byte layout, text round trips, shards, corrupt files, feature indices."""
+"""Training records (quantfish.train): byte layout, text round trips, shards, corrupt files, feature indices."""
 
 import random
 
@@ -6,12 +6,12 @@ import chess
 import numpy as np
 import pytest
 
-from nnue.features import feature_index
-from nnue.train import codec
-from nnue.train.features import batch_features
-from nnue.train.records import (RECORD_DTYPE, DataFileError, append_records, as_bytes, count_records, from_bytes,
+from quantfish.nnue.features import feature_index
+from quantfish.data import codec
+from quantfish.train.features import batch_features
+from quantfish.data.records import (RECORD_DTYPE, DataFileError, append_records, as_bytes, count_records, from_bytes,
                                 read_records)
-from nnue.train.text import export_text, format_lines, import_text, parse_lines
+from quantfish.data.text import export_text, format_lines, import_text, parse_lines
 
 
 def _random_positions(n, seed=1):
@@ -174,7 +174,7 @@ def test_failed_import_leaves_the_output_as_it_was(sample, tmp_path):
 
 
 def _engine_features(board, persp):
-    """The engine's indices of one perspective, piece by piece through nnue.features.feature_index."""
+    """The engine's indices of one perspective, piece by piece through quantfish.nnue.features.feature_index."""
     ksq = board.king(chess.WHITE if persp == 0 else chess.BLACK)
     return sorted(int(feature_index(persp, ksq, sq, (0 if pc.color else 8) + pc.piece_type))
                   for sq, pc in board.piece_map().items())
@@ -197,9 +197,9 @@ def test_batch_features_equal_the_engines(sample):
 
 
 def test_batch_features_match_active_features_order_free(sample):
-    """Same sets as nnue.features.active_features, the function the accumulators call."""
-    from nnue.features import active_features
-    from nnue.pychess_bridge import mailbox
+    """Same sets as quantfish.nnue.features.active_features, the function the accumulators call."""
+    from quantfish.nnue.features import active_features
+    from quantfish.nnue.pychess import mailbox
     boards, _, records = sample
     batch = batch_features(records[:50])
     out = np.zeros(32, np.int64)
@@ -210,7 +210,7 @@ def test_batch_features_match_active_features_order_free(sample):
 
 
 def test_codec_pack_unpack_matches_mailbox(sample):
-    from nnue.pychess_bridge import mailbox
+    from quantfish.nnue.pychess import mailbox
     boards, _, records = sample
     data = as_bytes(records)
     board = np.zeros(64, np.int8)
@@ -221,11 +221,11 @@ def test_codec_pack_unpack_matches_mailbox(sample):
 
 
 def test_trainer_side_imports_neither_engine_nor_torch():
-    """Layering: a trainer reads records and features with nnue.train alone."""
+    """Layering: a trainer reads records and features with quantfish.train alone."""
     import subprocess
     import sys
-    from tests.shared import ROOT
-    code = ("import sys, nnue.train, nnue.train.records, nnue.train.text, nnue.train.features\n"
+    from tests.testdata import ROOT
+    code = ("import sys, quantfish.train, quantfish.data.records, quantfish.data.text, quantfish.train.features\n"
             "bad = [m for m in sys.modules if m.split('.')[0] in ('engine', 'torch', 'uci')]\n"
             "assert not bad, bad")
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)

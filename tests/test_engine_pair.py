@@ -8,12 +8,12 @@ import numba
 import numpy as np
 import pytest
 
-from engine.fen import parse_fen
-from engine.movegen import MAX_MOVES, generate_legal
-from engine.state import SearchState
-from engine.searcher import Limits, Searcher
-from nnue import ckernel
-from nnue.netpair import NetPairError
+from quantfish.core.fen import parse_fen
+from quantfish.core.movegen import MAX_MOVES, generate_legal
+from quantfish.search.state import SearchState
+from quantfish.search.driver import Limits, Searcher
+from quantfish.nnue.kernel import loader as ckernel
+from quantfish.nnue.loader import NetPairError
 from tests.test_uci import ROOT, Uci
 
 # Balanced starts and large material imbalances (so the small net is used, and sometimes re-evaluated).
@@ -202,7 +202,7 @@ def test_command_line_net_options(nnue17_dir):
     """``quantfish --net BIG --net-small SMALL`` speaks UCI with the pair."""
     import subprocess
     big, small = nnue17_dir / "synthetic_big.nnue", nnue17_dir / "synthetic_small.nnue"
-    proc = subprocess.run([sys.executable, "-m", "uci.cli", "--net", str(big), "--net-small", str(small)],
+    proc = subprocess.run([sys.executable, "-m", "quantfish.cli.main", "--net", str(big), "--net-small", str(small)],
                           input="uci\nisready\nposition startpos\ngo depth 3\nisready\nquit\n", capture_output=True,
                           text=True, timeout=300, cwd=ROOT)
     out = proc.stdout.splitlines()
@@ -211,15 +211,15 @@ def test_command_line_net_options(nnue17_dir):
     assert strings and str(big) in strings[0] and str(small) in strings[0]
 
 
-def test_bench_command_with_a_pair(nnue17_dir):
+def test_bench_command_with_a_pair(nnue17_dir, sf_net_path):
     from click.testing import CliRunner
 
-    from uci.bench_command import bench_command
+    from quantfish.cli.bench import bench_command
     big, small = nnue17_dir / "synthetic_big.nnue", nnue17_dir / "synthetic_small.nnue"
     res = CliRunner().invoke(bench_command, ["--depth", "2", "--net", str(big), "--net-small", str(small),
                                              "--kernel", "numba"])
     assert res.exit_code == 0, res.output
     assert "Nodes searched" in res.output
     res = CliRunner().invoke(bench_command, ["--depth", "1", "--net", str(big), "--net-small",
-                                             "nets/nn-ad9b42354671.nnue"])
+                                             str(sf_net_path)])
     assert res.exit_code != 0 and "not a Stockfish 17.1 small net" in res.output

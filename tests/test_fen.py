@@ -1,7 +1,7 @@
 """Bad FENs are refused with a message naming the problem."""
 import pytest
 
-from engine.fen import FenError, parse_fen
+from quantfish.core.fen import FenError, parse_fen
 
 BAD = [
     ("rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0", "fields"),

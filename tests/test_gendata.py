@@ -1,4 +1,4 @@
-"""Self-play data generation (engine.datagen, engine.selfplay) and the gendata / data commands."""
+"""Self-play data generation (quantfish.datagen, quantfish.datagen) and the gendata / data commands."""
 
 import signal
 import subprocess
@@ -10,18 +10,18 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from engine.datagen.config import GenConfig
-from engine.datagen.openings import Openings, OpeningsError
-from engine.datagen.run import _OrderedOutput, generate, shares
-from engine.datagen.shard import ShardPlayer
-from engine.selfplay.game import (CHECKMATE, DRAW, FIFTY_MOVES, MATERIAL, MAX_PLIES, STALEMATE, WHITE_WINS,
+from quantfish.datagen.config import GenConfig
+from quantfish.data.openings import Openings, OpeningsError
+from quantfish.datagen.run import _OrderedOutput, generate, shares
+from quantfish.datagen.shard import ShardPlayer
+from quantfish.datagen.selfplay import (CHECKMATE, DRAW, FIFTY_MOVES, MATERIAL, MAX_PLIES, STALEMATE, WHITE_WINS,
                                   threefold)
-from nnue.train.records import DataFileError, from_bytes, read_records
-from nnue.train.text import format_lines
-from tests.shared import SHARED, ROOT, require
-from uci.cli import main
+from quantfish.data.records import DataFileError, from_bytes, read_records
+from quantfish.data.text import format_lines
+from tests.testdata import ROOT, require
+from quantfish.cli.main import main
 
-BOOK = SHARED / "data" / "openings" / "8moves_v3.epd"
+from quantfish.data.openings import DEFAULT_BOOK as BOOK
 FAST = GenConfig(depth=1)
 MAX_CP = 31507 * 100 // 361          # the evaluation's clamp in centipawns; mate scores are not kept
 
@@ -100,9 +100,9 @@ def test_long_games_are_adjudicated_draws(nnue_net):
 
 
 def test_quiet_moves_and_centipawns():
-    from engine.position import MOVE_CASTLE, MOVE_EP, encode_move
-    from engine.searcher import score_to_uci
-    from engine.selfplay.game import centipawns, is_quiet
+    from quantfish.core.position import MOVE_CASTLE, MOVE_EP, encode_move
+    from quantfish.search.driver import score_to_uci
+    from quantfish.datagen.selfplay import centipawns, is_quiet
     board = np.zeros(64, np.int8)
     board[4], board[7], board[12], board[52], board[36], board[35] = 6, 4, 1, 9, 1, 9   # Ke1 Rh1 e2 e7 e5 d5
     assert is_quiet(board, encode_move(12, 20, 0, 0))                 # e2-e3
@@ -193,8 +193,8 @@ def _run(args):
 
 
 def test_command_line_defaults_are_the_configs():
-    from engine.datagen import config
-    from uci import gendata_command
+    from quantfish.datagen import config
+    from quantfish.cli import gendata as gendata_command
     assert gendata_command.DEFAULTS == {name: getattr(config.GenConfig(), name) for name in gendata_command.DEFAULTS}
     assert gendata_command.MAX_GAME_PLIES == config.MAX_GAME_PLIES
 
@@ -252,7 +252,7 @@ def test_data_commands_round_trip_and_refuse(tmp_path):
 def test_ctrl_c_keeps_whole_records(tmp_path, workers):
     """SIGINT mid-run: exit status 130, a message, and a valid file holding what was generated."""
     out = tmp_path / "i.bin"
-    proc = subprocess.Popen([sys.executable, "-m", "uci.cli", "gendata", "-o", str(out), "--positions", "10000000",
+    proc = subprocess.Popen([sys.executable, "-m", "quantfish.cli.main", "gendata", "-o", str(out), "--positions", "10000000",
                              "--workers", str(workers), "--openings", str(require(BOOK)), "--quiet"],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 180

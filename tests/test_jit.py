@@ -1,4 +1,4 @@
-"""``nnue.jit``: the cheaper comparison of Numba's compiler flags gives what Numba's own gives; the cache's
+"""``quantfish.runtime.jit``: the cheaper comparison of Numba's compiler flags gives what Numba's own gives; the cache's
 entries stay whole when two savers race."""
 import os
 import random
@@ -12,9 +12,9 @@ import pytest
 from numba.core import caching, targetconfig
 from numba.core.compiler import Flags
 
-import engine.search  # noqa: F401  (every compiled module imports njit from nnue.jit)
-from nnue import jit
-from nnue.netpath import repo_root
+import quantfish.search.tree  # noqa: F401  (every compiled module imports njit from quantfish.runtime.jit)
+from quantfish.runtime import jit
+from tests.testdata import ROOT
 
 own_values, own_hash, own_eq = jit.NUMBA_OWN
 
@@ -117,7 +117,7 @@ def test_concurrent_saves_keep_each_entry_whole(tmp_path, monkeypatch):
 
 LIGHT_MODULE = '''
 import numpy as np
-from nnue.jit import njit
+from quantfish.runtime.jit import njit
 
 
 @njit(cache=True)
@@ -148,7 +148,7 @@ def test_cache_loads_set_up_only_the_runtime(tmp_path):
     assert caching.Cache.load_overload is jit._load_without_refresh and jit.lighter_cache_loads()
     (tmp_path / "lightmod.py").write_text(LIGHT_MODULE)
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"),
-               PYTHONPATH=os.pathsep.join([str(tmp_path), str(repo_root())]))
+               PYTHONPATH=os.pathsep.join([str(tmp_path), str(ROOT)]))
     want = sum(x * (i + 3) for i, x in enumerate(range(10)))
     runs = [subprocess.run([sys.executable, "-c", LOAD_THEN_COMPILE], env=env, cwd=tmp_path, capture_output=True,
                            text=True, timeout=600) for _ in range(2)]

@@ -6,7 +6,9 @@ import sys
 import numpy as np
 import pytest
 
-from nnue import ckernel, largepages
+from quantfish.nnue.kernel import loader as ckernel
+
+from quantfish.runtime import largepages
 
 
 @pytest.mark.parametrize("nbytes", [64, 4096, largepages.MIN_BYTES - 1, largepages.MIN_BYTES, 5 * largepages.MIN_BYTES + 12])
@@ -56,7 +58,7 @@ def test_huge_pages_are_used_when_the_system_offers_them():
 def test_the_search_tables_read_at_random_start_on_huge_pages(nnue_net):
     """The evaluation cache and the continuation histories are read at random addresses every node (the cache
     entry prefetched at each move): on 4 KB pages nearly each read also missed the TLB."""
-    from engine.searcher import Searcher
+    from quantfish.search.driver import Searcher
     if not isinstance(largepages.zeros(largepages.MIN_BYTES, 64).base.base, memoryview):
         pytest.skip("no anonymous mmap here: the heap fallback was used")
     S = Searcher(nnue_net, 16).S

@@ -5,7 +5,7 @@ import random
 import numpy as np
 import pytest
 
-from engine.fen import parse_fen
+from quantfish.core.fen import parse_fen
 
 # A middlegame position with captures of every kind (winning, even and losing ones) and many quiet moves.
 FEN = "r1bq1rk1/pp2bppp/2n1pn2/3p4/2PP4/2N1PN2/PP1B1PPP/R2QKB1R w KQ - 0 8"
@@ -13,8 +13,8 @@ FEN = "r1bq1rk1/pp2bppp/2n1pn2/3p4/2PP4/2N1PN2/PP1B1PPP/R2QKB1R w KQ - 0 8"
 
 def reference_order(see_ge, T, b, moves, scores):
     """Picks by a selection sort written plainly: the first best score, the lazy exchange test, the swap."""
-    from engine.position import ST_SIDE
-    from engine.search import CAPTURE_SPAN, GOOD_CAPTURE, TT_MOVE_SCORE
+    from quantfish.core.position import ST_SIDE
+    from quantfish.search.tree import CAPTURE_SPAN, GOOD_CAPTURE, TT_MOVE_SCORE
     moves, scores = list(moves), list(scores)
     out = []
     for start in range(len(moves)):
@@ -34,10 +34,10 @@ def reference_order(see_ge, T, b, moves, scores):
 
 @pytest.mark.parametrize("seed", range(12))
 def test_picks_follow_a_plain_selection_sort_with_ties_and_losing_captures(seed):
-    from engine.movegen import generate_legal
-    from engine.position import ST_SIDE
-    from engine.search import GOOD_CAPTURE, TT_MOVE_SCORE, _pick_move, see_ge
-    from engine.tables import tables
+    from quantfish.core.movegen import generate_legal
+    from quantfish.core.position import ST_SIDE
+    from quantfish.search.tree import GOOD_CAPTURE, TT_MOVE_SCORE, _pick_move, see_ge
+    from quantfish.core.tables import tables
     T = tables()
     b = parse_fen(FEN)
     moves = np.zeros(256, dtype=np.int32)

@@ -6,11 +6,11 @@ import chess
 import numpy as np
 import pytest
 
-from engine.epd import read_perft_suite
-from engine.fen import parse_fen
-from engine.position import ST_CASTLE, ST_EP, ST_FULLMOVE, ST_KEY, ST_KSQ, ST_RULE50, ST_SIDE
-from engine.notation import legal_moves, move_to_uci, parse_uci_move, push
-from tests.shared import PERFT_DATA
+from quantfish.core.epd import read_perft_suite
+from quantfish.core.fen import parse_fen
+from quantfish.core.position import ST_CASTLE, ST_EP, ST_FULLMOVE, ST_KEY, ST_KSQ, ST_RULE50, ST_SIDE
+from quantfish.core.notation import legal_moves, move_to_uci, parse_uci_move, push
+from tests.testdata import PERFT_DATA
 
 DATA = str(PERFT_DATA)
 
@@ -33,8 +33,8 @@ def _our_moves(board, chess960):
 
 def _count(board):
     """perft's bulk count of the last ply, which writes no moves."""
-    from engine.movegen import count_legal
-    from engine.tables import tables
+    from quantfish.core.movegen import count_legal
+    from quantfish.core.tables import tables
     return int(count_legal(tables(), board.bb, board.board, board.st))
 
 
@@ -97,9 +97,9 @@ def test_tactical_moves_are_the_captures_and_queen_promotions():
     """Quiescence's generator: legal captures, en passant and queen promotions, or every evasion in check; given
     the position's checkers (``*_with``, as the search calls them), both generators give the same moves."""
     import numpy as np
-    from engine.movegen import checkers, generate_legal_with, generate_tactical, generate_tactical_with
-    from engine.position import MOVE_EP
-    from engine.tables import tables
+    from quantfish.core.movegen import checkers, generate_legal_with, generate_tactical, generate_tactical_with
+    from quantfish.core.position import MOVE_EP
+    from quantfish.core.tables import tables
     rng = random.Random(99)
     T = tables()
     buf = np.empty(256, dtype=np.int32)
@@ -131,7 +131,7 @@ def test_tactical_moves_are_the_captures_and_queen_promotions():
 
 def _check_gives_check(board, cb, T):
     """Both ways of deciding a check: from the move alone, and from the position's ``check_info``."""
-    from engine.movegen import check_info, gives_check, gives_check_with
+    from quantfish.core.movegen import check_info, gives_check, gives_check_with
     info = tuple(np.uint64(x) for x in check_info(T, board.bb, board.st))   # as the search holds them
     for m in legal_moves(board):
         move = chess.Move.from_uci(move_to_uci(m, cb.chess960))
@@ -143,7 +143,7 @@ def _check_gives_check(board, cb, T):
 def test_gives_check_matches_python_chess():
     """The search decides checks before making a move: every legal move of the suites and of random games
     (standard and Chess960, so castling, en passant and promotions with discovered checks are covered)."""
-    from engine.tables import tables
+    from quantfish.core.tables import tables
     T = tables()
     for fen in _suite_fens():
         _check_gives_check(parse_fen(fen, chess960=True), chess.Board(fen, chess960=True), T)

@@ -1,13 +1,15 @@
-"""nnue.netdir: one net's search-time arrays as one directory of addresses in the search tuple, read back as
+"""quantfish.nnue.netdir: one net's search-time arrays as one directory of addresses in the search tuple, read back as
 views of the very same arrays."""
 import numpy as np
 import pytest
 from numba import literal_unroll, njit, typeof
 
-from nnue import ckernel, netdir
-from nnue.ckernel import CNET_SPEC, CNet
-from nnue.inference import make_scratch
-from nnue.netfile import NET_ARRAYS_SPEC, NetArrays
+from quantfish.nnue.kernel import loader as ckernel
+
+from quantfish.nnue import netdir
+from quantfish.nnue.kernel.loader import CNET_SPEC, CNet
+from quantfish.nnue.layers import make_scratch
+from quantfish.nnue.net import NET_ARRAYS_SPEC, NetArrays
 
 
 def _parts(net):

@@ -1,10 +1,10 @@
 """Fuzzing the net loader (issue 16): truncated, bit-flipped, oversized and empty nets of every format the
-engine meets, each refused by the loader (``nnue.netpair.load_nets`` and the reader ``nnue.netfile.load_net``)
+engine meets, each refused by the loader (``quantfish.nnue.loader.load_nets`` and the reader ``quantfish.nnue.io.stockfish.load_net``)
 with a message naming the problem, never a stray IndexError, struct.error or numpy error; and through UCI,
 ``setoption name EvalFile value <bad>`` leaves the previous net live (same eval, same search) with an info string.
 
 Formats: Stockfish 15.1's net, Quantfish's own shipped net (same raw format, L1 = 256), a Quantfish-format file
-(``nnue.quant.qformat``, made here from the own net, which the engine plays; its scheme record has a CRC),
+(``quantfish.nnue.io.quantfish``, made here from the own net, which the engine plays; its scheme record has a CRC),
 and the synthetic Stockfish 17.1 nets (LEB128 feature transformer; the big one only where it fails early, its
 full decode taking seconds).
 
@@ -12,7 +12,7 @@ Each mutation is tried under two names of one file (a hard link): ``nn-``/``qf-`
 the original's sha256, which the loader holds the content to, so every mutation is refused; and a plain name,
 under which damage to the header and the structure (hashes, LEB128 magic and byte counts, sizes) is refused and a
 flipped weight or description bit may load (Stockfish's format has no checksum): there only "no crash" is
-asserted. The file regions come from a walk written here from ``nnue.architecture``'s declarations, not from the
+asserted. The file regions come from a walk written here from ``quantfish.nnue.architecture``'s declarations, not from the
 reader under test. The mutations are drawn from a fixed seed; the number of loads is printed to stderr.
 """
 import hashlib
@@ -25,10 +25,12 @@ import time
 
 import pytest
 
-from nnue.architecture import LEB128_MAGIC, architecture_from_header_hash
-from nnue.netfile import QF_VERSION, NetFileError, load_net
-from nnue.netpair import NetPairError, load_nets
-from nnue.netpath import DEFAULT_NET_NAME, OWN_NET_NAME, default_nets_dir, resolve_net_path
+from quantfish.quant.schemes import is_stockfish
+from quantfish.nnue.architecture import LEB128_MAGIC, architecture_from_header_hash
+from quantfish.nnue.net import QF_VERSION, NetFileError
+from quantfish.nnue.io import load_net
+from quantfish.nnue.loader import NetPairError, load_nets
+from quantfish.nnue.locate import DEFAULT_NET_NAME, OWN_NET_NAME, package_nets_dir, resolve_net_path
 from tests.ucipipe import Engine, output_problem
 
 # A refusal names what is wrong with numbers (offsets, sizes, hashes) or names the format.
@@ -198,17 +200,18 @@ def stats():
 
 
 def _own_net_bytes():
-    path = default_nets_dir() / OWN_NET_NAME
+    path = package_nets_dir() / OWN_NET_NAME
     assert path.is_file(), f"{path} missing: it is committed"
     return path.read_bytes()
 
 
 def _quantfish_format_bytes():
     """A Quantfish-format file: the own net requantised with Stockfish's scales rounding to nearest."""
-    from nnue.quant import qformat, schemes
-    from nnue.quant.floatnet import FloatNet
-    qnet = schemes.make("sf", FloatNet.from_net(load_net(default_nets_dir() / OWN_NET_NAME)), None, "nearest", 127)
-    assert not qnet.scheme.stockfish
+    from quantfish.nnue.io import quantfish as qformat
+    from quantfish.quant import schemes
+    from quantfish.quant.floatnet import FloatNet
+    qnet = schemes.make("sf", FloatNet.from_net(load_net(package_nets_dir() / OWN_NET_NAME)), None, "nearest", 127)
+    assert not is_stockfish(qnet.scheme)
     return qformat.qnet_bytes(qnet)
 
 

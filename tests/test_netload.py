@@ -1,4 +1,4 @@
-"""One net loader (``nnue.netpair.load_nets``) behind UCI, ``quantfish eval`` and ``quantfish bench``: they
+"""One net loader (``quantfish.nnue.loader.load_nets``) behind UCI, ``quantfish eval`` and ``quantfish bench``: they
 resolve names the same way and take the same pair decision, here on a Stockfish 16-style net (LEB128 feature
 transformer, L1 = 256), which evaluates alone everywhere."""
 
@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from nnue.architecture import GEN_SF15_1, GEN_SF16, Architecture
-from nnue.netfile import Net, net_bytes, write_net
-from nnue.netpair import NetPair, NetPairError, load_nets
+from quantfish.nnue.architecture import GEN_SF15_1, GEN_SF16, Architecture
+from quantfish.nnue.net import Net
+from quantfish.nnue.io.stockfish import net_bytes, write_net
+from quantfish.nnue.loader import NetPair, NetPairError, load_nets
 from tests.test_uci import Uci
 
 FEN = "r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3"
@@ -65,8 +66,8 @@ def test_a_small_net_given_with_a_lone_net(sf16_net, nnue17_dir):
 
 
 def test_eval_and_bench_take_a_16_net(sf16_net):
-    from uci.bench_command import bench_command
-    from uci.eval_command import eval_command
+    from quantfish.cli.bench import bench_command
+    from quantfish.cli.eval import eval_command
     res = CliRunner().invoke(eval_command, ["--json", "--net", str(sf16_net), FEN])
     assert res.exit_code == 0, res.output
     res = CliRunner().invoke(bench_command, ["--depth", "2", "--net", str(sf16_net), "--kernel", "numba"])
@@ -91,8 +92,8 @@ def test_uci_takes_a_16_net(sf16_net):
 
 def test_own_net_is_the_fallback_and_intact(tmp_path, monkeypatch):
     """With no Stockfish net where the engine looks, it plays with Quantfish's own committed net."""
-    from nnue.netpath import OWN_NET_NAME, OWN_NET_SHA256, default_nets_dir, sha256_of
-    own = default_nets_dir() / OWN_NET_NAME
+    from quantfish.nnue.locate import OWN_NET_NAME, OWN_NET_SHA256, package_nets_dir, sha256_of
+    own = package_nets_dir() / OWN_NET_NAME
     assert sha256_of(own) == OWN_NET_SHA256
     lone = tmp_path / "nets"
     lone.mkdir()

@@ -7,9 +7,9 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from nnue.units import to_cp, wdl_a
-from uci.eval_command import eval_command
-from tests.shared import NNUE_DATA, require
+from quantfish.nnue.units import to_cp, wdl_a
+from quantfish.cli.eval import eval_command
+from tests.testdata import NNUE_DATA, require
 
 TSV = NNUE_DATA / "sf17.1_reference.tsv"
 
@@ -59,7 +59,7 @@ def test_batch_mode_with_a_pair(rows, net_args):
 
 
 def test_human_output_shows_both_nets(rows, net_args):
-    from engine.fen import parse_fen
+    from quantfish.core.fen import parse_fen
     for r in (rows[-1], rows[-2], rows[0]):
         out = CliRunner().invoke(eval_command, [r["fen"], *net_args]).output
         assert "big net, L1 = 3072" in out and "small net, L1 = 128" in out
@@ -75,7 +75,7 @@ def test_human_output_shows_both_nets(rows, net_args):
 
 
 def test_to_cp_start_position():
-    from engine.fen import parse_fen
+    from quantfish.core.fen import parse_fen
     a = wdl_a(parse_fen("rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1").board)
     assert abs(a - 378.5) < 0.1 and to_cp(378, a) == 100
 

@@ -6,12 +6,14 @@ import struct
 import numpy as np
 import pytest
 
-from nnue.architecture import LEB128_MAGIC
-from nnue.netfile import NetFileError, load_net, net_bytes, write_net
-from nnue.netpair import (
+from quantfish.nnue.architecture import LEB128_MAGIC
+from quantfish.nnue.net import NetFileError
+from quantfish.nnue.io import load_net
+from quantfish.nnue.io.stockfish import net_bytes, write_net
+from quantfish.nnue.loader import (
     BIG_NET_NAME, SMALL_ENV_VAR, SMALL_NET_NAME, NetPair, NetPairError, check_pair, load_nets, load_pair,
 )
-from nnue.netpath import ENV_VAR
+from quantfish.nnue.locate import ENV_VAR
 
 # Offsets of the synthetic small net (nnue-sf17.1.md section 1): description 107 bytes, FT hash at 119,
 # then the three LEB128 blocks (17-byte magic, u32 byte count, payload) and the 8 raw stacks.
@@ -156,7 +158,7 @@ def test_pair_generation_checks(nnue17_pair, nnue_net):
 
 
 def test_pair_paths_and_front_door(nnue17_dir, nnue_net, tmp_path, monkeypatch):
-    import nnue.netpair as netpair
+    import quantfish.nnue.loader as netpair
     cache = {}
 
     def cached_load(path):            # each file is read once (the big one takes ~1 s); paths stay as given

@@ -11,18 +11,18 @@ import csv
 import numpy as np
 import pytest
 
-from engine.fen import parse_fen
-from nnue.accumulator import make_pair_stacks, make_stack
-from nnue.stack import refresh_ply
-from nnue.architecture import GEN_SF15_1, GEN_SF17_1
-from nnue.evaluate import (
+from quantfish.core.fen import parse_fen
+from quantfish.nnue.accumulator import make_pair_stacks, make_stack
+from quantfish.nnue.stack import refresh_ply
+from quantfish.nnue.architecture import GEN_SF15_1, GEN_SF17_1
+from quantfish.nnue.evaluate import (
     bitboards, eval_report_pair, evaluate, evaluate_pair, final_eval_17, material_17,
     material_17_bb, nnue_17,
 )
-from nnue.inference import fc0_dense, fc0_sparse, head, make_scratch, transform
-from nnue.intmath import tdiv
+from quantfish.nnue.layers import fc0_dense, fc0_sparse, head, make_scratch, transform
+from quantfish.nnue.intmath import tdiv
 from tests.layerdump import parse_layers_line
-from tests.shared import NNUE_DATA, require
+from tests.testdata import NNUE_DATA, require
 
 DATA = NNUE_DATA
 TSV = DATA / "sf17.1_reference.tsv"

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from uci.eval_command import eval_command
-from tests.shared import NNUE_DATA, require
+from quantfish.cli.eval import eval_command
+from tests.testdata import NNUE_DATA, require
 
 TSV = NNUE_DATA / "sf15.1_reference.tsv"
 REPO = Path(__file__).resolve().parent.parent
@@ -72,7 +72,7 @@ def test_bad_fen_and_bad_net(tmp_path, nnue_net):
 
 def test_process_errors_go_to_stderr(tmp_path, nnue_net):
     """A real process: one line on stderr, status 1, no traceback."""
-    code = "from uci.eval_command import eval_command; eval_command(prog_name='quantfish eval')"
+    code = "from quantfish.cli.eval import eval_command; eval_command(prog_name='quantfish eval')"
     proc = subprocess.run([sys.executable, "-c", code, "8/8/8/8/8/8/8/K6k w - - 0 1", "--net",
                            str(tmp_path / "missing.nnue")], capture_output=True, text=True, cwd=REPO,
                           env={**os.environ, "PYTHONPATH": str(REPO)})

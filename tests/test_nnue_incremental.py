@@ -6,11 +6,11 @@ from collections import Counter
 import chess
 import numpy as np
 
-from nnue.accumulator import MAX_DIRTY, make_stack, refresh
-from nnue.stack import ensure_accumulator, refresh_ply
-from nnue.evaluate import evaluate
-from nnue.inference import make_scratch
-from nnue.pychess_bridge import dirty_pieces, mailbox, set_dirty, side_to_move
+from quantfish.nnue.accumulator import MAX_DIRTY, make_stack, refresh
+from quantfish.nnue.stack import ensure_accumulator, refresh_ply
+from quantfish.nnue.evaluate import evaluate
+from quantfish.nnue.layers import make_scratch
+from quantfish.nnue.pychess import dirty_pieces, mailbox, set_dirty, side_to_move
 
 MAX_PLY = 64
 

@@ -6,13 +6,17 @@ import struct
 import numpy as np
 import pytest
 
-from nnue import architecture, leb128
-from nnue.architecture import (
+from quantfish.nnue import architecture
+
+from quantfish.nnue.io import leb128
+from quantfish.nnue.architecture import (
     SF15_1, Architecture, architecture_from_header_hash, architecture_from_raw_size, header_hash,
     network_hash,
 )
-from nnue.netfile import Net, NetFileError, load_net, net_bytes, write_net
-from nnue.netpath import DEFAULT_NET_SHA256, resolve_net_path, sha256_of
+from quantfish.nnue.net import Net, NetFileError
+from quantfish.nnue.io import load_net
+from quantfish.nnue.io.stockfish import net_bytes, write_net
+from quantfish.nnue.locate import DEFAULT_NET_SHA256, resolve_net_path, sha256_of
 
 SIZE = 47_001_499
 
@@ -124,8 +128,8 @@ def test_a_raw_net_of_another_width_with_bytes_added_or_cut(tmp_path):
     """Quantfish's own net (raw layout, L1 = 256) with a byte added or cut is not its raw size, so the reader
     looks for a Stockfish 16+ net's LEB128 magic; the message says both, with the raw size and the difference
     (it said only "wrong LEB128 magic", for a file that had just one byte too many)."""
-    from nnue.netpath import OWN_NET_NAME, default_nets_dir
-    own = (default_nets_dir() / OWN_NET_NAME).read_bytes()
+    from quantfish.nnue.locate import OWN_NET_NAME, package_nets_dir
+    own = (package_nets_dir() / OWN_NET_NAME).read_bytes()
     for data, words in ((own + b"\0", "12298631 (1 too many)"), (own[:-1000], "12297630 (1000 too few)")):
         with pytest.raises(NetFileError, match=rf"wrong LEB128 magic before FT biases at offset 70: expected "
                                                rf"b'COMPRESSED_LEB128', found .*; nor is it a raw net of L1 = 256, "

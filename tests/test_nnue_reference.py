@@ -4,14 +4,14 @@ import csv
 
 import numpy as np
 
-from engine.fen import parse_fen
-from nnue.accumulator import make_stack
-from nnue.stack import refresh_ply
-from nnue.evaluate import eval_report, final_eval, nnue_adjusted, nnue_complexity, PSQ_EG_NONE
-from nnue.inference import fc0_dense, fc0_sparse, head, make_scratch, transform
-from nnue.intmath import tdiv, wrap32
+from quantfish.core.fen import parse_fen
+from quantfish.nnue.accumulator import make_stack
+from quantfish.nnue.stack import refresh_ply
+from quantfish.nnue.evaluate import eval_report, final_eval, nnue_adjusted, nnue_complexity, PSQ_EG_NONE
+from quantfish.nnue.layers import fc0_dense, fc0_sparse, head, make_scratch, transform
+from quantfish.nnue.intmath import tdiv, wrap32
 from tests.layerdump import parse_layers_line
-from tests.shared import NNUE_DATA, require
+from tests.testdata import NNUE_DATA, require
 
 DATA = NNUE_DATA
 TSV = DATA / "sf15.1_reference.tsv"

@@ -6,11 +6,11 @@ import sys
 
 import pytest
 
-from engine.epd import read_perft_suite
-from engine.fen import parse_fen
-from engine.perft_count import perft
-from engine.tables import tables
-from tests.shared import PERFT_DATA
+from quantfish.core.epd import read_perft_suite
+from quantfish.core.fen import parse_fen
+from quantfish.core.perft import perft
+from quantfish.core.tables import tables
+from tests.testdata import PERFT_DATA
 
 DATA = str(PERFT_DATA)
 SUITES = ["perftsuite_standard_128.epd", "perft_special_cases.epd", "chess960_fischer_960.epd",
@@ -62,7 +62,7 @@ def test_deep_counts(fen, depth, count):
 
 
 def _run(*args):
-    return subprocess.run([sys.executable, "-m", "uci.cli", *args], capture_output=True, text=True, timeout=600)
+    return subprocess.run([sys.executable, "-m", "quantfish.cli.main", *args], capture_output=True, text=True, timeout=600)
 
 
 def test_cli_perft_divide_sums_to_total():

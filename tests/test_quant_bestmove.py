@@ -1,4 +1,4 @@
-"""One-ply best-move agreement (``nnue.quant.bestmove``): the children are python-chess's legal moves, the
+"""One-ply best-move agreement (``quantfish.quant.bestmove``): the children are python-chess's legal moves, the
 choice is the mover's best value, and the report and the command carry the measure."""
 
 import json
@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from nnue.quant import bestmove
-from nnue.quant.bestmove import Children
-from nnue.quant.floatnet import FloatNet
-from nnue.quant.positions import from_boards, parse_lines
-from tests.shared import NNUE_DATA, require
-from uci.cli import main
+from quantfish.quant import bestmove
+from quantfish.quant.bestmove import Children
+from quantfish.quant.floatnet import FloatNet
+from quantfish.quant.positions import from_boards, parse_lines
+from tests.testdata import NNUE_DATA, require
+from quantfish.cli.main import main
 
 EPD = NNUE_DATA.parent / "eval" / "tcec_league_positions_labeled.epd"
 

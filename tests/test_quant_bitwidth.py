@@ -1,4 +1,4 @@
-"""Ristretto's bit-width search (``nnue.quant.bitwidth``) on the small random float net: the dynamic fixed-point
+"""Ristretto's bit-width search (``quantfish.quant.bitwidth``) on the small random float net: the dynamic fixed-point
 grid, the bisection's answer, what a narrower type saves, and the command's output."""
 
 import json
@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from nnue.architecture import NUM_FEATURES
-from nnue.quant import bitwidth
-from nnue.quant.bitwidth import GROUPS, dfp, dfp_unit
+from quantfish.nnue.architecture import NUM_FEATURES
+from quantfish.quant import bitwidth
+from quantfish.quant.bitwidth import GROUPS, dfp, dfp_unit
 from tests.test_quant_schemes import L1, _net, _positions
-from uci.cli import main
+from quantfish.cli.main import main
 
 
 def _group(name):
@@ -75,7 +75,7 @@ def test_saving_against_the_engine_types(grid_net):
 
 def test_quant_report_bit_widths(nnue_net, tmp_path):
     from tests.test_quant_bestmove import EPD
-    from tests.shared import require
+    from tests.testdata import require
     path = tmp_path / "p.epd"
     path.write_text("\n".join(require(EPD).read_text().splitlines()[:60]) + "\n")
     args = ["quant-report", nnue_net.path, "--positions", str(path), "--best-move", "0", "--bit-widths"]

@@ -7,12 +7,12 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from nnue.netfile import load_net
-from nnue.quant import qformat
-from nnue.quant.floatnet import TORCH_MISSING, FloatNet
-from nnue.quant.positions import parse_lines
-from tests.shared import NNUE_DATA, require
-from uci.cli import main
+from quantfish.nnue.io import load_net
+from quantfish.nnue.io import quantfish as qformat
+from quantfish.quant.floatnet import TORCH_MISSING, FloatNet
+from quantfish.quant.positions import parse_lines
+from tests.testdata import NNUE_DATA, require
+from quantfish.cli.main import main
 
 EPD = NNUE_DATA.parent / "eval" / "tcec_league_positions_labeled.epd"
 
@@ -83,8 +83,8 @@ def test_checkpoint_without_torch_says_so(monkeypatch, tmp_path):
 
 def test_checkpoint_float_net_equals_the_model(tmp_path):
     torch = pytest.importorskip("torch", reason="reading a training checkpoint needs PyTorch")
-    from nnue.train.checkpoint import save_checkpoint
-    from nnue.train.model import NnueModel
+    from quantfish.train.checkpoint import save_checkpoint
+    from quantfish.train.model import NnueModel
     model = NnueModel(128, seed=3)
     with torch.no_grad():                       # move off the identical-stacks start so every stack differs
         for p in (model.w0, model.w1, model.w2):
@@ -100,10 +100,10 @@ def test_checkpoint_float_net_equals_the_model(tmp_path):
 
 def test_the_toolkit_imports_no_torch_and_no_matplotlib():
     import subprocess
-    from tests.shared import ROOT
-    code = ("import sys\nimport nnue.quant.floatnet, nnue.quant.scheme, nnue.quant.build, nnue.quant.calibrate, "
-            "nnue.quant.schemes, nnue.quant.simulator, nnue.quant.report, nnue.quant.qformat, "
-            "nnue.quant.positions, nnue.quant.bestmove, nnue.quant.bitwidth, nnue.quant.plots, uci.quant_command"
+    from tests.testdata import ROOT
+    code = ("import sys\nimport quantfish.quant.floatnet, quantfish.nnue.scheme, quantfish.quant.build, quantfish.quant.calibrate, "
+            "quantfish.quant.schemes, quantfish.quant.simulator, quantfish.quant.report, quantfish.nnue.io.quantfish, "
+            "quantfish.quant.positions, quantfish.quant.bestmove, quantfish.quant.bitwidth, quantfish.quant.plots, quantfish.cli.quant"
             "\nprint('torch' in sys.modules, 'matplotlib' in sys.modules)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert proc.returncode == 0, proc.stderr
@@ -111,15 +111,15 @@ def test_the_toolkit_imports_no_torch_and_no_matplotlib():
 
 
 def test_command_lists_every_scheme():
-    from nnue.quant.schemes import NAMES
-    from uci.quant_command import NAMES as COMMAND_NAMES
+    from quantfish.quant.schemes import NAMES
+    from quantfish.cli.quant import NAMES as COMMAND_NAMES
     assert COMMAND_NAMES == NAMES          # repeated there so that loading the command line imports no numpy
 
 
 def _nnue_pytorch_state(net, torch, factorised=True):
     """Stockfish's net as nnue-pytorch would hold it (float32; HalfKAv2_hm^ virtual rows and the l1
     factoriser carrying a random share of each weight, as training leaves them)."""
-    from nnue.architecture import NUM_FEATURES, PS_NB
+    from quantfish.nnue.architecture import NUM_FEATURES, PS_NB
     f = FloatNet.from_net(net)
     rng = np.random.default_rng(11)
     ft = np.concatenate([f.ft_weights, f.ft_psqt], 1)

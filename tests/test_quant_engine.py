@@ -1,7 +1,7 @@
 """The engine runs Quantfish-format nets: its integers equal the reference simulator's, on both paths.
 
-``nnue.quant.simulator`` defines what a scheme's integers are; the engine's compiled forward pass
-(``nnue.inference.forward_scheme`` with ``nnue.requant``) must give the same psqt, positional and raw for
+``quantfish.quant.simulator`` defines what a scheme's integers are; the engine's compiled forward pass
+(``quantfish.nnue.layers.forward_scheme`` with ``quantfish.nnue.requant``) must give the same psqt, positional and raw for
 every bucket, from a fresh refresh and from incrementally updated accumulators, on the Numba path and on the
 C kernel's path (whose accumulator steps it shares). Stockfish's own arithmetic written as a Quantfish file
 must give Stockfish 15.1's reference integers, and the search, UCI and ``eval`` must take such a net.
@@ -15,19 +15,22 @@ import chess.engine
 import numpy as np
 import pytest
 
-from nnue import ckernel
-from nnue.accumulator import make_stack
-from nnue.evaluate import eval_report
-from nnue.inference import make_scratch
-from nnue.netfile import P_SCHEME, NetFileError, load_net
-from nnue.pychess_bridge import dirty_pieces, mailbox, set_dirty, side_to_move
-from nnue.quant import calibrate, qformat, schemes
-from nnue.quant.floatnet import FloatNet
-from nnue.quant.positions import from_boards, parse_lines
-from nnue.quant.scheme import Requant
-from nnue.quant.simulator import accumulate, simulate
-from nnue.requant import pack_scheme
-from nnue.stack import net_output_any, refresh_ply
+from quantfish.quant.schemes import is_stockfish
+from quantfish.nnue.kernel import loader as ckernel
+from quantfish.nnue.accumulator import make_stack
+from quantfish.nnue.evaluate import eval_report
+from quantfish.nnue.layers import make_scratch
+from quantfish.nnue.net import P_SCHEME, NetFileError
+from quantfish.nnue.io import load_net
+from quantfish.nnue.pychess import dirty_pieces, mailbox, set_dirty, side_to_move
+from quantfish.quant import calibrate, schemes
+from quantfish.nnue.io import quantfish as qformat
+from quantfish.quant.floatnet import FloatNet
+from quantfish.quant.positions import from_boards, parse_lines
+from quantfish.nnue.scheme import Requant
+from quantfish.quant.simulator import accumulate, simulate
+from quantfish.nnue.requant import pack_scheme
+from quantfish.nnue.stack import net_output_any, refresh_ply
 from tests.test_quant_schemes import _net, _positions, random_boards
 from tests.test_quant_sf import _reference_rows
 
@@ -188,9 +191,9 @@ def test_stockfish_arithmetic_as_a_quantfish_file_gives_stockfish_integers(sf_fl
     """The ``sf`` record (floor, 127) written as a Quantfish file runs through the scheme path, not the fixed
     one, and still gives Stockfish 15.1's reference integers for all 8 buckets."""
     qnet = schemes.make("sf", sf_float)
-    assert qnet.scheme.stockfish
+    assert is_stockfish(qnet.scheme)
     net = _written(qnet, tmp_path / "sf.qfnn")
-    from engine.fen import parse_fen
+    from quantfish.core.fen import parse_fen
     for r in _reference_rows():
         p = parse_fen(r["fen"])
         rep = eval_report(net, p.board, p.side, p.halfmove)
@@ -212,7 +215,7 @@ def sf_range_row(sf_float, tmp_path_factory):
 def test_calibrated_scheme_on_stockfish_net_equals_the_simulator(sf_range_row, c_kernel):
     qnet, net, _ = sf_range_row
     rows = _reference_rows(16)
-    from engine.fen import parse_fen
+    from quantfish.core.fen import parse_fen
     parsed = [parse_fen(r["fen"]) for r in rows]
     per_stack = _check_reports(net, qnet, [(p.board, p.side) for p in parsed])
     arrays, cnet = net.arrays(), ckernel.make_cnet(net)
@@ -227,8 +230,8 @@ def test_calibrated_scheme_on_stockfish_net_equals_the_simulator(sf_range_row, c
 
 
 def test_the_engine_searches_and_evaluates_with_a_quantfish_net(sf_range_row):
-    from engine import Engine
-    from uci.eval_command import as_dict, format_human
+    from quantfish import Engine
+    from quantfish.uci.evaltext import as_dict, format_human
     _, net, path = sf_range_row
     board = chess.Board("r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3")
     with Engine(net=str(path)) as engine:
@@ -246,7 +249,7 @@ def test_search_with_stockfish_arithmetic_as_a_quantfish_file_walks_the_same_tre
                                                                                    kernel):
     """The search's own evaluation of a Quantfish-format net (its ``scheme`` flag, both paths): with the ``sf``
     record the tree, nodes, score and move equal the Stockfish net's."""
-    from engine import Engine
+    from quantfish import Engine
     if kernel == "c" and not ckernel.load_kernel("auto").is_c:
         pytest.skip("no C kernel here")
     path = tmp_path / "sf.qfnn"
@@ -286,9 +289,9 @@ def test_uci_loads_plays_and_names_a_quantfish_net(sf_range_row):
 
 
 def test_net_speed_compares_a_quantfish_file_with_the_plain_net(sf_float, nnue_net, tmp_path, capsys):
-    """``engine.tools.net_speed`` (the README's scheme speed figures): both nets search the same tree with the
+    """``tools.net_speed`` (the README's scheme speed figures): both nets search the same tree with the
     ``sf`` record, each gets its own timing, and a missing net is a message, not a traceback."""
-    from engine.tools import net_speed
+    from tools import net_speed
     path = tmp_path / "sf.qfnn"
     qformat.write_qnet(schemes.make("sf", sf_float), path)
     rows = net_speed.compare([nnue_net.path, str(path)], depth=5, rounds=1, positions=3)
@@ -300,9 +303,9 @@ def test_net_speed_compares_a_quantfish_file_with_the_plain_net(sf_float, nnue_n
 
 
 def test_forward_speed_times_the_plain_and_the_scheme_pass(sf_float, nnue_net, tmp_path, capsys):
-    """``nnue.tools.forward_speed`` (the README's forward-call figures): a row a net, the first net's ratio 1,
+    """``tools.forward_speed`` (the README's forward-call figures): a row a net, the first net's ratio 1,
     each pass timed; a missing net or an unknown kernel variant is a message, not a traceback."""
-    from nnue.tools import forward_speed
+    from tools import forward_speed
     path = tmp_path / "sf255.qfnn"
     qformat.write_qnet(schemes.make("sf", sf_float, None, "nearest", 255), path)
     try:

@@ -5,13 +5,13 @@ import sys
 import pytest
 from click.testing import CliRunner
 
-from nnue.quant import calibrate, plots
-from nnue.quant.floatnet import FloatNet
-from nnue.quant.positions import parse_lines
-from nnue.quant.schemes import make
-from tests.shared import require
+from quantfish.quant import calibrate, plots
+from quantfish.quant.floatnet import FloatNet
+from quantfish.quant.positions import parse_lines
+from quantfish.quant.schemes import make
+from tests.testdata import require
 from tests.test_quant_bestmove import EPD
-from uci.cli import main
+from quantfish.cli.main import main
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

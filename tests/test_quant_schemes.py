@@ -11,16 +11,19 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from nnue.architecture import FC0_OUT, FC1_IN, FC1_OUT, LAYER_STACKS, NUM_FEATURES
-from nnue.netfile import P_SCHEME, NetFileError, load_net
-from nnue.quant import build, calibrate, qformat, schemes
-from nnue.quant.build import Choices, QuantError, plan, quantise
-from nnue.quant.calibrate import Site, kl_clip, mse_clip, range_clip
-from nnue.quant.floatnet import FloatNet
-from nnue.quant.positions import PositionError, from_boards, parse_lines
-from nnue.quant.report import compare
-from nnue.quant.scheme import Requant, Scheme, requant_for
-from nnue.quant.simulator import requant, simulate
+from quantfish.quant.schemes import is_stockfish
+from quantfish.nnue.architecture import FC0_OUT, FC1_IN, FC1_OUT, LAYER_STACKS, NUM_FEATURES
+from quantfish.nnue.net import P_SCHEME, NetFileError
+from quantfish.nnue.io import load_net
+from quantfish.quant import build, calibrate, schemes
+from quantfish.nnue.io import quantfish as qformat
+from quantfish.quant.build import Choices, QuantError, plan, quantise
+from quantfish.quant.calibrate import Site, kl_clip, mse_clip, range_clip
+from quantfish.quant.floatnet import FloatNet
+from quantfish.quant.positions import PositionError, from_boards, parse_lines
+from quantfish.quant.report import compare
+from quantfish.nnue.scheme import Requant, Scheme, requant_for
+from quantfish.quant.simulator import requant, simulate
 
 L1 = 64
 
@@ -103,7 +106,7 @@ def test_every_scheme_builds_and_its_record_survives_json(fnet, stats, evaluatio
     rec = q.scheme
     assert Scheme.from_dict(json.loads(json.dumps(rec.to_dict()))) == rec
     assert (rec.rounding, rec.resolution) == (rounding, resolution)
-    assert rec.stockfish == (name == "sf" and rounding == "floor" and resolution == 127)
+    assert is_stockfish(rec) == (name == "sf" and rounding == "floor" and resolution == 127)
     assert all(max(st.ac_1.hi) <= resolution and max(st.ac_0.hi) <= resolution for st in rec.stacks)
     e = compare(q, fnet, evaluation, layers=False).end_to_end
     if name != "kl":                              # KL clips fc_0's input far below its range
@@ -304,7 +307,7 @@ def test_a_file_whose_sums_could_leave_int32_is_refused_naming_the_layer(fnet, s
 
 def test_stockfish_record_needs_no_net():
     rec = schemes.stockfish_record()
-    assert rec.stockfish and rec.x.scale == (127.0,)
+    assert is_stockfish(rec) and rec.x.scale == (127.0,)
     with pytest.raises(ValueError, match="need the float net"):
         plan(Choices("r", weights="tensor"), None, LAYER_STACKS)
 

@@ -10,15 +10,17 @@ import csv
 import numpy as np
 import pytest
 
-from nnue.evaluate import eval_report
-from nnue.netfile import net_bytes
-from nnue.quant import schemes
-from nnue.quant.floatnet import FloatNet
-from nnue.quant.positions import from_boards, parse_lines
-from nnue.quant.scheme import Scheme
-from nnue.quant.simulator import accumulate, simulate
-from nnue.train.quanterror import compare
-from tests.shared import NNUE_DATA, require
+from quantfish.quant.schemes import is_stockfish
+from quantfish.quant.schemes import to_net
+from quantfish.nnue.evaluate import eval_report
+from quantfish.nnue.io.stockfish import net_bytes
+from quantfish.quant import schemes
+from quantfish.quant.floatnet import FloatNet
+from quantfish.quant.positions import from_boards, parse_lines
+from quantfish.nnue.scheme import Scheme
+from quantfish.quant.simulator import accumulate, simulate
+from quantfish.train.quanterror import compare
+from tests.testdata import NNUE_DATA, require
 from tests.test_quant_schemes import random_boards
 
 TSV = NNUE_DATA / "sf15.1_reference.tsv"
@@ -35,9 +37,9 @@ def sf(fnet):
 
 
 def test_sf_gives_the_file_back_byte_for_byte(nnue_net, sf):
-    assert sf.scheme.stockfish
+    assert is_stockfish(sf.scheme)
     with open(nnue_net.path, "rb") as fh:
-        assert net_bytes(sf.to_net()) == fh.read()
+        assert net_bytes(to_net(sf)) == fh.read()
 
 
 def test_record_survives_json(sf):
@@ -90,7 +92,7 @@ def test_simulator_equals_engine_on_random_positions(nnue_arrays, sf):
 
 
 def test_float_net_is_the_float_counterpart(nnue_net, fnet):
-    """Float pass = nnue.train.quanterror's float counterpart of the same net (no torch needed)."""
+    """Float pass = quantfish.train.quanterror's float counterpart of the same net (no torch needed)."""
     rows = _reference_rows(step=40)
     pos = parse_lines([r["fen"] for r in rows])
     out = fnet.forward(pos).out
@@ -100,7 +102,7 @@ def test_float_net_is_the_float_counterpart(nnue_net, fnet):
 
 def test_float_net_equals_the_trainers_model(nnue_net, fnet):
     torch = pytest.importorskip("torch", reason="the trainer's model needs PyTorch")
-    from nnue.train.quantize import dequantise
+    from quantfish.train.quantize import dequantise
     model = dequantise(nnue_net)
     rows = _reference_rows(step=40)
     pos = parse_lines([r["fen"] for r in rows])
@@ -111,7 +113,7 @@ def test_float_net_equals_the_trainers_model(nnue_net, fnet):
 
 def test_rounding_and_resolution_beat_stockfish_floors(fnet, sf):
     """The toolkit's point: on quiet positions the best integer scheme is within 0.6 of ``sf``'s error."""
-    from nnue.quant.report import compare as report_compare
+    from quantfish.quant.report import compare as report_compare
     path = require(NNUE_DATA.parent / "eval" / "tcec_league_positions_labeled.epd")
     pos = parse_lines(path.read_text().splitlines()[:300])
     ft = fnet.forward(pos)
@@ -126,8 +128,8 @@ def test_rounding_and_resolution_beat_stockfish_floors(fnet, sf):
 def test_kl_calibration_of_fc0_input_is_harmful_and_the_report_shows_it(fnet, sf):
     """TensorRT's entropy calibration sees fc_0's input dominated by zeros and tiny products and clips it far
     below the function's own range (docs/quantisation.md): many values saturate and the error explodes."""
-    from nnue.quant import calibrate
-    from nnue.quant.report import compare as report_compare
+    from quantfish.quant import calibrate
+    from quantfish.quant.report import compare as report_compare
     lines = require(NNUE_DATA.parent / "eval" / "tcec_league_positions_labeled.epd").read_text().splitlines()
     cal, pos = parse_lines(lines[:200]), parse_lines(lines[200:400])
     kl = schemes.make("kl", fnet, calibrate.collect(fnet, cal), "nearest", 127)

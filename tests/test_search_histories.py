@@ -2,12 +2,12 @@
 import numpy as np
 import pytest
 
-from engine.fen import parse_fen
-from engine.notation import move_to_uci
-from engine.position import ST_KEY
-from engine.search import INF, search_root, tt_probe
-from engine.searcher import Limits, Searcher
-from engine.state import TTE_SIZE
+from quantfish.core.fen import parse_fen
+from quantfish.core.notation import move_to_uci
+from quantfish.core.position import ST_KEY
+from quantfish.search.tree import INF, search_root, tt_probe
+from quantfish.search.driver import Limits, Searcher
+from quantfish.search.state import TTE_SIZE
 
 MIDDLEGAME = "r1bq1rk1/pp2bppp/2n1pn2/2pp4/3P4/2PBPN2/PP1N1PPP/R1BQ1RK1 w - - 0 8"
 # White mates at once with Qh7 (the queen on h5, the bishop on d3 guarding h7).

@@ -4,13 +4,13 @@ so the search stays correct either way; this checks that the early prefetch land
 import os
 import random
 
-from engine.epd import read_perft_suite
-from engine.fen import parse_fen
-from engine.notation import legal_moves, push
-from engine.position import MOVE_CASTLE, MOVE_EP, ST_CASTLE, ST_EP, ST_KEY
-from engine.search import _child_key_guess
-from engine.tables import tables
-from tests.shared import PERFT_DATA, require
+from quantfish.core.epd import read_perft_suite
+from quantfish.core.fen import parse_fen
+from quantfish.core.notation import legal_moves, push
+from quantfish.core.position import MOVE_CASTLE, MOVE_EP, ST_CASTLE, ST_EP, ST_KEY
+from quantfish.search.tree import _child_key_guess
+from quantfish.core.tables import tables
+from tests.testdata import PERFT_DATA, require
 
 
 def _positions():

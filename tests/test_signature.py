@@ -1,15 +1,15 @@
 """The bench signature, as Stockfish's signature.sh: `quantfish bench` searches exactly the pinned tree.
 
-``engine.bench.run_bench`` is what `quantfish bench` and the UCI ``bench`` command run; here it runs with that
+``quantfish.search.bench.run_bench`` is what `quantfish bench` and the UCI ``bench`` command run; here it runs with that
 command's defaults (depth 13, 16 MB hash, the default net) on each evaluation path. Both paths give the same
 integers, so they must search the same nodes.
 """
 import pytest
 
-from engine.bench import DEFAULT_DEPTH, run_bench
-from engine.searcher import Searcher
-from nnue import ckernel
-from nnue.netpath import DEFAULT_NET_SHA256, sha256_of
+from quantfish.search.bench import DEFAULT_DEPTH, run_bench
+from quantfish.search.driver import Searcher
+from quantfish.nnue.kernel import loader as ckernel
+from quantfish.nnue.locate import DEFAULT_NET_SHA256, sha256_of
 
 # Total nodes of `quantfish bench` (depth 13, 16 MB hash, nn-ad9b42354671.nnue). A change that alters the search
 # tree (pruning, reductions, move ordering, evaluation, hashing) changes it: update this number in the same

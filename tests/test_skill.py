@@ -1,12 +1,12 @@
-"""Strength limiting (engine.skill): levels from UCI_Elo, the weaker move's choice, the UCI options."""
+"""Strength limiting (quantfish.search.skill): levels from UCI_Elo, the weaker move's choice, the UCI options."""
 import random
 from collections import Counter
 
 import pytest
 
-from engine.searcher import Line
-from engine.skill import ELO_ANCHORS, ELO_CURVE_END, ELO_EXTRA_DEPTH, ELO_MAX, ELO_MIN, FULL_LEVEL, Skill
-from nnue.units import PAWN_VALUE_NORMALIZE as PAWN
+from quantfish.search.driver import Line
+from quantfish.search.skill import ELO_ANCHORS, ELO_CURVE_END, ELO_EXTRA_DEPTH, ELO_MAX, ELO_MIN, FULL_LEVEL, Skill
+from quantfish.nnue.units import PAWN_VALUE_NORMALIZE as PAWN
 
 
 def test_elo_maps_to_levels_in_order():
@@ -65,7 +65,7 @@ def test_blunders_get_rarer_with_the_level():
     ("setoption name UCI_LimitStrength value maybe", "true or false"),
 ])
 def test_out_of_range_strength_options_are_refused(command, want):
-    from uci.protocol import UciEngine
+    from quantfish.uci.protocol import UciEngine
     out = []
     engine = UciEngine(out=out.append)
     engine.handle(command)

@@ -1,4 +1,4 @@
-"""Lazy SMP (engine.smp): helper threads share the table, obey the limits and stop with the main search."""
+"""Lazy SMP (quantfish.search.threads): helper threads share the table, obey the limits and stop with the main search."""
 import threading
 import time
 
@@ -7,13 +7,13 @@ import numpy as np
 import pytest
 from numba import njit
 
-from engine.fen import parse_fen
-from engine.notation import move_to_uci
-from engine.search import tt_probe, tt_store
-from engine.searcher import Limits, Searcher
-from engine.search import MATE, MATE_IN_MAX
-from engine.smp import Finished, vote
-from engine.timeman import Clock
+from quantfish.core.fen import parse_fen
+from quantfish.core.notation import move_to_uci
+from quantfish.search.tree import tt_probe, tt_store
+from quantfish.search.driver import Limits, Searcher
+from quantfish.search.tree import MATE, MATE_IN_MAX
+from quantfish.search.threads import Finished, vote
+from quantfish.search.timeman import Clock
 
 MIDDLEGAME = "r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3"
 
@@ -166,7 +166,7 @@ def test_table_under_racing_threads_never_returns_a_corrupt_entry():
 
 def test_bench_command_takes_a_thread_count():
     from click.testing import CliRunner
-    from uci.bench_command import bench_command
+    from quantfish.cli.bench import bench_command
 
     def nodes(threads):
         res = CliRunner().invoke(bench_command, ["--depth", "5", "--threads", str(threads)])

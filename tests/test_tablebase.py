@@ -1,4 +1,4 @@
-"""Syzygy root ranking (``engine.tablebase``) against python-chess's own probes of the shared 3-4 man tables.
+"""Syzygy root ranking (``quantfish.tablebase.root``) against python-chess's own probes of the shared 3-4 man tables.
 
 The reference is a separate ``chess.syzygy`` tablebase: every move's outcome is its child's WDL, its length the
 child's DTZ plus the move itself (0 for a mate, 1 for a capture or pawn move, which restarts the clock).
@@ -10,8 +10,8 @@ import chess
 import chess.syzygy
 import pytest
 
-from engine.tablebase import TablebaseError, Tablebases
-from tests.shared import ENDGAME, KBNK, KRK, SYZYGY34 as TABLES, endgame_positions, require
+from quantfish.tablebase.root import TablebaseError, Tablebases
+from tests.testdata import ENDGAME, KBNK, KRK, SYZYGY34 as TABLES, endgame_positions, require
 
 KRKR_DRAW = "8/8/8/8/7R/8/7K/4rk2 w - - 0 1"     # drawn, yet several rook moves lose the rook
 KBK_DRAW = "8/8/8/8/8/2k5/8/KB6 w - - 0 1"

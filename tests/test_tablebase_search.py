@@ -1,15 +1,15 @@
 """The search with Syzygy tables: the best outcome in every shared 3-4 man position, won endings converted
 against itself within the 50-move rule, and the tables probed inside the search after a capture
-(engine.searcher with engine.tablebase and engine.tbprobe)."""
+(quantfish.search.driver with quantfish.tablebase.root and quantfish.tablebase.probe)."""
 import chess
 import chess.syzygy
 import pytest
 
-from engine.fen import parse_fen
-from engine.notation import move_to_uci
-from engine.searcher import TB_WIN, Limits, Searcher, score_to_uci
-from engine.tablebase import Tablebases
-from tests.shared import KBNK, KRK, SYZYGY34 as TABLES, endgame_positions, require
+from quantfish.core.fen import parse_fen
+from quantfish.core.notation import move_to_uci
+from quantfish.search.driver import TB_WIN, Limits, Searcher, score_to_uci
+from quantfish.tablebase.root import Tablebases
+from tests.testdata import KBNK, KRK, SYZYGY34 as TABLES, endgame_positions, require
 
 
 @pytest.fixture(scope="module")

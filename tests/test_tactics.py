@@ -3,11 +3,11 @@ import os
 
 import pytest
 
-from engine.fen import parse_fen
-from engine.searcher import Limits, Searcher, score_to_uci
-from tests.shared import SHARED
+from quantfish.core.fen import parse_fen
+from quantfish.search.driver import Limits, Searcher, score_to_uci
+from tests.testdata import DATA as _DATA
 
-DATA = str(SHARED / "data")
+DATA = str(_DATA)
 
 
 @pytest.fixture(scope="module")
@@ -47,8 +47,8 @@ def test_most_easy_wac_positions_solved(searcher):
     A node budget, not a depth: the search's extensions and history pruning change what a given depth means
     (at depth 8 the build before singular extensions solved 30, those after 28-29), while the work per
     position is what a player gives. With a 16 MB table, 8d2a835 and each build since solved 36 or 37."""
-    from engine.tools.epdtest import read_epd
-    from engine.notation import move_to_uci
+    from tools.epdtest import read_epd
+    from quantfish.core.notation import move_to_uci
     rows = read_epd(os.path.join(DATA, "tactics", "wac_revised_arasan_wacnew.epd"))[:40]
     solved = 0
     for board, bm, am, _ in rows:

@@ -1,4 +1,4 @@
-"""The compiled Syzygy WDL probe (engine.tbprobe over engine.tbload) against python-chess's ``probe_wdl``.
+"""The compiled Syzygy WDL probe (quantfish.tablebase.probe over quantfish.tablebase.load) against python-chess's ``probe_wdl``.
 
 Every shared 3-4 man position and several thousand random ones (pawns, both sides to move, en passant and
 captures that lead into smaller tables among them) must give python-chess's value exactly; a position no table
@@ -11,13 +11,13 @@ import chess.syzygy
 import numpy as np
 import pytest
 
-from engine.fen import parse_fen
-from engine.movegen import MAX_MOVES
-from engine.position import ST_SIZE
-from engine.tables import tables
-from engine.tbload import CompiledTables, empty_arrays
-from engine.tbprobe import TB_FAIL, TB_PIECES, new_scratch, probe_wdl
-from tests.shared import SYZYGY34 as TABLES, endgame_positions, require
+from quantfish.core.fen import parse_fen
+from quantfish.core.movegen import MAX_MOVES
+from quantfish.core.position import ST_SIZE
+from quantfish.core.tables import tables
+from quantfish.tablebase.load import CompiledTables, empty_arrays
+from quantfish.tablebase.probe import TB_FAIL, TB_PIECES, new_scratch, probe_wdl
+from tests.testdata import SYZYGY34 as TABLES, endgame_positions, require
 
 
 @pytest.fixture(scope="module")

@@ -4,8 +4,8 @@ import time
 
 import pytest
 
-from engine.searcher import Limits
-from engine.timeman import Clock, LagMeter, Progress
+from quantfish.search.driver import Limits
+from quantfish.search.timeman import Clock, LagMeter, Progress
 
 from tests.test_uci import Uci
 
@@ -152,7 +152,7 @@ def test_nothing_compiles_after_readyok():
     from the cache counts on the clock too. The reports (`d`, `eval`, `go perft`) are loaded from the cache when
     first asked for (readyok no longer waits for them), but must not compile either."""
     from tests.compiles import counting_compiles
-    from uci.protocol import UciEngine
+    from quantfish.uci.protocol import UciEngine
     out = []
     engine = UciEngine(out=out.append)
     engine.handle("isready")
@@ -177,8 +177,8 @@ def test_position_replays_only_the_new_moves(monkeypatch):
     """A GUI resends the game before every move; replaying a long game each time cost 7 ms at ply 130."""
     import chess
 
-    import engine.notation
-    from uci.protocol import UciEngine
+    import quantfish.core.notation
+    from quantfish.uci.protocol import UciEngine
     engine_ = UciEngine(out=lambda line: None)
     engine_.handle("isready")
     board, moves = chess.Board(), []
@@ -188,18 +188,18 @@ def test_position_replays_only_the_new_moves(monkeypatch):
         moves.append(move.uci())
     engine_.handle("position startpos moves " + " ".join(moves[:-2]))
     pushes = []
-    real_push = engine.notation.push
-    monkeypatch.setattr(engine.notation, "push", lambda b, m: pushes.append(m) or real_push(b, m))
+    real_push = quantfish.core.notation.push
+    monkeypatch.setattr(quantfish.core.notation, "push", lambda b, m: pushes.append(m) or real_push(b, m))
     engine_.handle("position startpos moves " + " ".join(moves))
     assert len(pushes) == 2
-    assert engine_._board.fen().split()[:4] == board.fen().split()[:4]
+    assert engine_.state.board.fen().split()[:4] == board.fen().split()[:4]
     # Taking back a move (a ponder miss) replays from the common prefix.
     engine_.handle("position startpos moves " + " ".join(moves[:-1]))
     assert len(pushes) == 2
     fresh = UciEngine(out=lambda line: None)
     fresh.handle("isready")
     fresh.handle("position startpos moves " + " ".join(moves[:-1]))
-    assert fresh._game_keys == engine_._game_keys and fresh._board.fen() == engine_._board.fen()
+    assert fresh.state.game_keys == engine_.state.game_keys and fresh.state.board.fen() == engine_.state.board.fen()
 
 
 @pytest.fixture

@@ -6,8 +6,8 @@ from click.testing import CliRunner
 
 torch = pytest.importorskip("torch", reason="PyTorch not installed (make train-deps)")
 
-from nnue.netfile import load_net  # noqa: E402
-from uci.cli import main  # noqa: E402
+from quantfish.nnue.io import load_net
+from quantfish.cli.main import main# noqa: E402
 
 torch.set_num_threads(1)
 

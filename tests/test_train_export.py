@@ -8,13 +8,14 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="PyTorch not installed (make train-deps)")
 
-from nnue.evaluate import eval_report  # noqa: E402
-from nnue.netfile import load_net, net_bytes  # noqa: E402
-from nnue.pychess_bridge import mailbox, side_to_move  # noqa: E402
-from nnue.train.distill import board_arrays, random_boards  # noqa: E402
-from nnue.train.model import NnueModel  # noqa: E402
-from nnue.train.quanterror import compare  # noqa: E402
-from nnue.train.quantize import QuantisationError, dequantise, export, quantise  # noqa: E402
+from quantfish.nnue.evaluate import eval_report# noqa: E402
+from quantfish.nnue.io import load_net
+from quantfish.nnue.io.stockfish import net_bytes
+from quantfish.nnue.pychess import mailbox, side_to_move# noqa: E402
+from quantfish.train.distill import board_arrays, random_boards# noqa: E402
+from quantfish.train.model import NnueModel# noqa: E402
+from quantfish.train.quanterror import compare# noqa: E402
+from quantfish.train.quantize import QuantisationError, dequantise, export, quantise# noqa: E402
 from tests.trainset import trained_tiny  # noqa: E402
 
 torch.set_num_threads(1)
@@ -63,7 +64,7 @@ def test_accumulator_that_could_wrap_is_refused():
 def test_trained_net_in_the_engine_equals_the_float_model_within_rounding(tmp_path):
     """The tiny net trained with fake quantisation in its last epoch, exported and loaded by the engine.
 
-    The bound: the engine's value must lie in the rigorous rounding interval of nnue.train.quanterror (each
+    The bound: the engine's value must lie in the rigorous rounding interval of quantfish.train.quanterror (each
     activation the engine floors may lose at most one step, propagated through the net with the weights'
     signs) around the float counterpart, which the model computes (to float32 precision) because it runs on
     the exported weights. Also the engine equals the integer simulator exactly. Measured: engine - float
@@ -117,7 +118,7 @@ def test_l1_1024_export_loads_in_stockfish_and_evaluates_as_ours(nnue_net, tmp_p
     every layer and bucket carries real, new values), then exported."""
     from click.testing import CliRunner
 
-    from uci.eval_command import eval_command
+    from quantfish.cli.eval import eval_command
     model = dequantise(nnue_net)
     gen = torch.Generator().manual_seed(5)
     with torch.no_grad():

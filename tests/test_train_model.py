@@ -7,14 +7,14 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="PyTorch not installed (make train-deps)")
 
-from engine.fen import parse_fen  # noqa: E402
-from nnue.train import scales  # noqa: E402
-from nnue.train.distill import feature_rows  # noqa: E402
-from nnue.train.ftkernel import feature_transform, reference_transform  # noqa: E402
-from nnue.train.model import PAD, NnueModel  # noqa: E402
-from nnue.train.quanterror import compare  # noqa: E402
-from nnue.train.quantize import dequantise, quantise  # noqa: E402
-from tests.shared import NNUE_DATA, require  # noqa: E402
+from quantfish.core.fen import parse_fen# noqa: E402
+from quantfish.nnue import scales# noqa: E402
+from quantfish.train.distill import feature_rows# noqa: E402
+from quantfish.train.ftkernel import feature_transform, reference_transform# noqa: E402
+from quantfish.train.model import PAD, NnueModel# noqa: E402
+from quantfish.train.quanterror import compare# noqa: E402
+from quantfish.train.quantize import dequantise, quantise# noqa: E402
+from tests.testdata import NNUE_DATA, require  # noqa: E402
 from tests.trainset import distill_set  # noqa: E402
 
 torch.set_num_threads(1)

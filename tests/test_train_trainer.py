@@ -6,11 +6,11 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="PyTorch not installed (make train-deps)")
 
-from nnue.train.checkpoint import CheckpointError, load_checkpoint  # noqa: E402
-from nnue.train.data import ArraySource, DataError, load_data_files  # noqa: E402
-from nnue.train.loss import loss_fn  # noqa: E402
-from nnue.train.model import NnueModel  # noqa: E402
-from nnue.train.trainer import LAST, TrainConfig, evaluate_loss, model_from_checkpoint, train  # noqa: E402
+from quantfish.train.checkpoint import CheckpointError, load_checkpoint# noqa: E402
+from quantfish.train.data import ArraySource, DataError, load_data_files# noqa: E402
+from quantfish.train.loss import loss_fn# noqa: E402
+from quantfish.train.model import NnueModel# noqa: E402
+from quantfish.train.trainer import LAST, TrainConfig, evaluate_loss, model_from_checkpoint, train# noqa: E402
 from tests.trainset import distill_set, trained_tiny  # noqa: E402
 
 torch.set_num_threads(1)
@@ -107,10 +107,10 @@ def test_any_object_with_batches_plugs_in():
 
 
 def test_data_files_go_through_the_records_reader(tmp_path):
-    """A records file (``nnue.train.records``) reaches the trainer with the engine's feature indices, the bucket of
+    """A records file (``quantfish.data.records``) reaches the trainer with the engine's feature indices, the bucket of
     its piece count and side-to-move labels; a corrupt file is a DataError."""
-    from nnue.train.records import append_records
-    from nnue.train.text import parse_lines
+    from quantfish.data.records import append_records
+    from quantfish.data.text import parse_lines
     lines = ["rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1 | 35 | 0.5",
              "8/8/4k3/8/8/3K4/4P3/8 w - - 0 60 | 250 | 1.0",
              "8/8/4k3/8/8/3K4/4P3/8 b - - 0 60 | 250 | 1.0"]

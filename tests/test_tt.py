@@ -1,8 +1,8 @@
 """The transposition table's entry: every field survives a store and a probe, the PV flag included."""
 import numpy as np
 
-from engine.search import BOUND_EXACT, BOUND_LOWER, BOUND_UPPER, TT_BUCKET, TT_DEPTH_MAX, TT_PV, tt_probe, tt_store
-from engine.state import TTE_SIZE
+from quantfish.search.tree import BOUND_EXACT, BOUND_LOWER, BOUND_UPPER, TT_BUCKET, TT_DEPTH_MAX, TT_PV, tt_probe, tt_store
+from quantfish.search.state import TTE_SIZE
 
 
 def _round_trip(move, score, ev, depth, bound):

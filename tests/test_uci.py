@@ -11,7 +11,7 @@ import chess.engine
 import chess.syzygy
 import pytest
 
-ENGINE = [sys.executable, "-m", "uci.cli"]
+ENGINE = [sys.executable, "-m", "quantfish.cli.main"]
 ROOT = os.path.join(os.path.dirname(__file__), "..")
 
 
@@ -74,7 +74,8 @@ def test_uci_handshake_lists_options():
     engine.send("uci")
     lines = engine.expect("uciok", timeout=10)
     assert time.time() - start < 5
-    assert lines[0] == "id name Quantfish 0.1"
+    from quantfish import __version__
+    assert lines[0] == f"id name Quantfish {__version__}"
     text = "\n".join(lines)
     for name in ("Hash", "Clear Hash", "Threads", "EvalFile", "Move Overhead", "Ponder", "MultiPV", "UCI_Chess960"):
         assert f"option name {name} type" in text
@@ -335,7 +336,7 @@ def test_show_wdl_adds_win_draw_loss_to_info(uci):
         i = words.index("wdl")
         assert words[i - 3] == "score" and sum(int(w) for w in words[i + 1:i + 4]) == 1000
     # The model's values for the reported score at the game's ply (Black to move at move 20: ply 39).
-    from engine.wdl import wdl
+    from quantfish.search.wdl import wdl
     uci.send("position fen 8/8/8/4k3/8/8/3q4/6K1 b - - 0 20")
     uci.send("go depth 6")
     words = [l.split() for l in uci.expect("bestmove") if l.startswith("info depth")][-1]
@@ -391,7 +392,7 @@ def test_syzygy_tables_are_probed_in_the_search(uci):
 
 @pytest.mark.parametrize("options,depth", [(("Skill Level", 0), 1), (("Skill Level", 3), 4), (("UCI_Elo", 1500), 6)])
 def test_weakened_search_plays_legal_moves_from_a_multipv_search(uci, options, depth):
-    from engine.skill import MULTIPV
+    from quantfish.search.skill import MULTIPV
     name, value = options
     if name == "UCI_Elo":
         uci.send("setoption name UCI_LimitStrength value true")

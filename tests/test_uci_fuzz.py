@@ -1,5 +1,5 @@
 """The UCI loop against what a GUI, a broken GUI or line noise may send (issue 16), through binary pipes into
-the real ``python -m uci.cli``: one test for each fault found by fuzzing, each failing without its fix."""
+the real ``python -m quantfish.cli.main``: one test for each fault found by fuzzing, each failing without its fix."""
 import os
 import threading
 import time
@@ -165,11 +165,11 @@ def test_a_stop_before_the_search_sets_up_is_kept(go, monkeypatch):
     waits for the search, which searched on), and ``go movetime`` searched past its time (to the depth limit,
     minutes). The fuzzer hit it with ``go wtime <huge>`` then ``stop``, the timer's failure slowing the search
     thread. Now the loop clears the stop flag when it queues the search, and the search keeps a stop since."""
-    from uci.protocol import UciEngine
+    from quantfish.uci.protocol import UciEngine
     out = []
     uci = UciEngine(out=out.append)
     uci.handle("isready")
-    searcher = uci._searcher
+    searcher = uci.state.searcher
     _slow_to_set_up(searcher, monkeypatch)
     try:
         uci.handle("position startpos")
@@ -186,7 +186,7 @@ def test_a_stop_before_the_search_sets_up_is_kept(go, monkeypatch):
         assert len(bestmoves) == 1, out[-5:]
         assert chess.Move.from_uci(bestmoves[0].split()[1]) in chess.Board().legal_moves
     finally:
-        while not uci._idle.wait(0.05):          # without the fix: end the search that did not stop
+        while not uci.search._idle.wait(0.05):          # without the fix: end the search that did not stop
             searcher.stop()
             uci._ponder_release.set()
 

@@ -1,10 +1,10 @@
-"""engine.tools.unbalanced_book keeps the positions the engine scores within the window for one side, and only
+"""tools.unbalanced_book keeps the positions the engine scores within the window for one side, and only
 those, whichever side is ahead; bad input stops it with a message."""
 import sys
 
 import pytest
 
-from engine.tools import unbalanced_book
+from tools import unbalanced_book
 
 BALANCED = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq -"
 WHITE_UP_A_QUEEN = "rnb1kbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1"

@@ -1,4 +1,4 @@
-"""The UCI_ShowWDL win-rate model (engine/wdl.py) and its fitting tool (engine/tools/fit_wdl.py)."""
+"""The UCI_ShowWDL win-rate model (quantfish/search/wdl.py) and its fitting tool (tools/fit_wdl.py)."""
 import subprocess
 import sys
 from pathlib import Path
@@ -6,9 +6,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine import wdl
-from engine.tools import fit_wdl
-from engine.tools.fit_wdl import FitError, fit_ab, fit_ab_full, fit_polynomials
+from quantfish.search import wdl
+from tools import fit_wdl
+from tools.fit_wdl import FitError, fit_ab, fit_ab_full, fit_polynomials
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -157,8 +157,8 @@ def test_extreme_scores_and_mates():
 
 
 def test_search_scores_map_to_wdl_in_uci_units():
-    from engine.search import MATE, MATE_IN_MAX
-    from engine.searcher import score_to_uci, score_to_wdl
+    from quantfish.search.tree import MATE, MATE_IN_MAX
+    from quantfish.search.driver import score_to_uci, score_to_wdl
     for v in (MATE - 1, MATE - 9, MATE_IN_MAX):
         assert score_to_uci(v).startswith("mate ") and score_to_wdl(v, 30) == (1000, 0, 0)
         assert score_to_uci(-v).startswith("mate ") and score_to_wdl(-v, 30) == (0, 0, 1000)
@@ -169,7 +169,7 @@ def test_search_scores_map_to_wdl_in_uci_units():
 
 
 def test_engine_wdl_is_pure_python():
-    source = (ROOT / "engine" / "wdl.py").read_text()
+    source = (ROOT / "quantfish" / "search" / "wdl.py").read_text()
     imports = [line for line in source.splitlines() if line.startswith(("import ", "from "))]
     assert imports == ["from __future__ import annotations", "import math"]
 
@@ -183,8 +183,8 @@ BASE_FEN = "4k3/8/8/8/8/8/4P3/4K3 w - - 0 1 | 0 | 0.5"
 def _record_file(path, n=12_000, seed=3):
     """``n`` valid records (one K+P v K placement; ply, side, score and result vary) drawn from TRUE_A/B,
     plus 200 with mate-sized scores that the tool must drop."""
-    from nnue.train.records import append_records
-    from nnue.train.text import parse_lines
+    from quantfish.data.records import append_records
+    from quantfish.data.text import parse_lines
     rng = np.random.default_rng(seed)
     ply, cp, result = _synthetic(seed, n, np.arange(0, 301))
     cp[:200] = rng.choice([-32000, 31990, 5000], 200)
@@ -234,7 +234,7 @@ def test_tool_refuses_a_corrupt_file_with_one_line(tmp_path):
     data[5 * 32 + 27] = 7                                        # record 5's result byte
     bad = tmp_path / "bad.bin"
     bad.write_bytes(bytes(data))
-    proc = subprocess.run([sys.executable, "-m", "engine.tools.fit_wdl", str(bad), "--quiet"], cwd=ROOT,
+    proc = subprocess.run([sys.executable, "-m", "tools.fit_wdl", str(bad), "--quiet"], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr

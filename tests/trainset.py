@@ -7,9 +7,9 @@ import pytest
 
 @lru_cache(maxsize=None)
 def distill_set(n: int = 1500, seed: int = 7):
-    from nnue.netfile import load_net
-    from nnue.netpath import resolve_net_path
-    from nnue.train.distill import distillation_arrays
+    from quantfish.nnue.io import load_net
+    from quantfish.nnue.locate import resolve_net_path
+    from quantfish.train.distill import distillation_arrays
     path = resolve_net_path()
     if not path.is_file():
         pytest.fail(f"net {path} not found (run: make net)")
@@ -17,7 +17,7 @@ def distill_set(n: int = 1500, seed: int = 7):
 
 
 def tiny_source():
-    from nnue.train.data import ArraySource
+    from quantfish.train.data import ArraySource
     return ArraySource(distill_set(300, 3))
 
 
@@ -29,7 +29,7 @@ def trained_tiny():
     """L1 = 128 trained for 6 epochs of 43 steps on ``distill_set()``, the last epoch with fake quantisation
     (about 8 s on one thread); returns (TrainResult, TrainConfig)."""
     import torch
-    from nnue.train.trainer import TrainConfig, train
+    from quantfish.train.trainer import TrainConfig, train
     torch.set_num_threads(1)
     config = TrainConfig(**TINY, log=None)
     return train(distill_set(), config), config

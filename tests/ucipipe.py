@@ -13,7 +13,7 @@ import threading
 import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
-ENGINE = [sys.executable, "-m", "uci.cli"]
+ENGINE = [sys.executable, "-m", "quantfish.cli.main"]
 
 _MOVE = r"[a-h][1-8][a-h][1-8][qrbn]?"
 _NUM = r"-?\d+"

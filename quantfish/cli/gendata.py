@@ -1,0 +1,137 @@
+"""``quantfish gendata`` (self-play training data) and ``quantfish data export|import|check`` (record files
+and ``FEN | score | result`` text). Errors are one line on stderr and a non-zero status, never a traceback."""
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+# quantfish.datagen.config's GenConfig defaults and MAX_GAME_PLIES, repeated so that loading the command line
+# imports no engine code (tests/test_cli_commands.py); tests/test_gendata.py checks that they agree.
+DEFAULTS = {"depth": 1, "nodes": 0, "random_plies": 4, "max_plies": 400, "hash_mb": 4}
+MAX_GAME_PLIES = 1000
+
+
+def _fail(exc: BaseException) -> click.ClickException:
+    return click.ClickException(str(exc))
+
+
+@click.command("gendata")
+@click.option("-o", "--output", default="gendata.bin", show_default=True, type=click.Path(dir_okay=False),
+              help="Record file to append to (created if missing).")
+@click.option("--positions", type=click.IntRange(1), default=100_000, show_default=True,
+              help="Labelled positions to add.")
+@click.option("--seed", type=click.IntRange(0), default=0, show_default=True,
+              help="Random seed: the same seed and worker count give the same records.")
+@click.option("--workers", type=click.IntRange(1), default=None, help="Processes (default: every core).")
+@click.option("--depth", type=click.IntRange(1, 60), default=DEFAULTS["depth"], show_default=True,
+              help="Deepest search iteration per move.")
+@click.option("--nodes", type=click.IntRange(0), default=DEFAULTS["nodes"], show_default=True,
+              help="No new iteration starts after this many nodes (0: no limit).")
+@click.option("--random-plies", type=click.IntRange(0, 100), default=DEFAULTS["random_plies"], show_default=True,
+              help="Random moves from the first or second ply of each game (not recorded).")
+@click.option("--max-plies", type=click.IntRange(1, MAX_GAME_PLIES), default=DEFAULTS["max_plies"],
+              show_default=True, help="Game length adjudicated a draw.")
+@click.option("--openings", type=click.Path(dir_okay=False), default=None,
+              help="EPD/FEN file of start positions (default: the book shipped with Quantfish, 8moves_v3.epd).")
+@click.option("--net", "net_path", default=None, metavar="PATH", help="Teacher net (default: nets/).")
+@click.option("--hash", "hash_mb", type=click.IntRange(1, 4096), default=DEFAULTS["hash_mb"], show_default=True,
+              help="Hash per worker in MB.")
+@click.option("--quiet", is_flag=True, help="No progress line.")
+def gendata_command(output, positions, seed, workers, depth, nodes, random_plies, max_plies, openings, net_path,
+                    hash_mb, quiet):
+    """Self-play games labelled by the engine's search (Stockfish 15.1's net at the leaves), appended to a
+    record file (quantfish.data.records). Progress on stderr; Ctrl-C keeps what was written."""
+    from quantfish.data.openings import OpeningsError
+    from quantfish.datagen.run import WorkerError, default_workers, generate
+    from quantfish.nnue.loader import load_nets
+    from quantfish.datagen.config import GenConfig
+    from quantfish.data.records import DataFileError
+    config = GenConfig(depth=depth, nodes=nodes, random_plies=random_plies, max_plies=max_plies, hash_mb=hash_mb)
+    workers = workers or default_workers()
+    try:
+        net = load_nets(net_path)
+        summary = generate(output, positions, seed, workers, config, openings, net,
+                           progress=None if quiet else sys.stderr)
+    except (DataFileError, OpeningsError, WorkerError, OSError, ValueError) as exc:
+        raise _fail(exc) from None
+    endings = ", ".join(f"{name} {n}" for name, n in summary.reasons.most_common())
+    results = ", ".join(f"{r} {summary.results[r]}" for r in ("1-0", "1/2-1/2", "0-1"))
+    click.echo(f"{'interrupted: kept' if summary.interrupted else 'wrote'} {summary.positions:,} positions from "
+               f"{summary.games:,} games to {output} in {summary.seconds:.1f} s ({summary.rate:,.0f} pos/s, "
+               f"{workers} worker{'s' if workers > 1 else ''}; {summary.cpu_rate:,.0f} pos per CPU-second, set-up "
+               f"included); results {results}; endings {endings}", err=True)
+    if summary.interrupted:
+        sys.exit(130)
+
+
+@click.group("data")
+def data_group():
+    """Record files: text export and import, checks."""
+
+
+@data_group.command("export")
+@click.argument("records", type=click.Path(dir_okay=False))
+@click.argument("text", default="-", type=click.Path(dir_okay=False, allow_dash=True))
+@click.option("--force", is_flag=True, help="Overwrite TEXT if it exists.")
+def export_command(records, text, force):
+    """Write RECORDS as 'FEN | score | result' lines (White's view) to TEXT (default: stdout)."""
+    from quantfish.data.records import DataFileError
+    from quantfish.data.text import export_text
+    if text != "-" and os.path.exists(text) and not force:
+        raise click.ClickException(f"{text} exists (use --force to overwrite)")
+    try:
+        if text == "-":
+            n = export_text(records, sys.stdout)
+        else:
+            with open(text, "w") as out:
+                n = export_text(records, out)
+    except (DataFileError, OSError) as exc:
+        raise _fail(exc) from None
+    click.echo(f"exported {n:,} positions", err=True)
+
+
+@data_group.command("import")
+@click.argument("text", type=click.Path(dir_okay=False, allow_dash=True))
+@click.argument("records", type=click.Path(dir_okay=False))
+@click.option("--append", is_flag=True, help="Append to RECORDS if it exists.")
+def import_command(text, records, append):
+    """Read 'FEN | score | result' lines (White's view) from TEXT ('-': stdin) into RECORDS."""
+    from quantfish.data.records import DataFileError
+    from quantfish.data.text import import_text
+    if os.path.exists(records) and not append:
+        raise click.ClickException(f"{records} exists (use --append to add to it)")
+    try:
+        if text == "-":
+            n = import_text(sys.stdin, records, "stdin")
+        else:
+            with open(text) as fh:
+                n = import_text(fh, records, text)
+    except (DataFileError, OSError, UnicodeDecodeError) as exc:
+        raise _fail(exc) from None
+    click.echo(f"imported {n:,} positions", err=True)
+
+
+@data_group.command("check")
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+def check_command(files):
+    """Validate record files; print positions, results (White's view) and score spread of each."""
+    import numpy as np
+    from quantfish.data.records import DataFileError, read_records
+    for path in files:
+        try:
+            rec = read_records(path, mmap=True)
+        except (DataFileError, OSError) as exc:
+            raise _fail(exc) from None
+        n = len(rec)
+        if n == 0:
+            click.echo(f"{path}: 0 positions")
+            continue
+        stm = np.asarray(rec["stm"])
+        white = np.where(stm == 0, rec["result"], 2 - np.asarray(rec["result"]))
+        score = np.asarray(rec["score"], np.int64)
+        click.echo(f"{path}: {n:,} positions, all valid; White to move {np.mean(stm == 0):.1%}; results (White) "
+                   f"1-0 {np.mean(white == 2):.1%} 1/2 {np.mean(white == 1):.1%} 0-1 {np.mean(white == 0):.1%}; "
+                   f"score (side to move, cp) mean {score.mean():.0f}, median |score| "
+                   f"{np.median(np.abs(score)):.0f}")

@@ -1,0 +1,129 @@
+"""``quantfish train`` and ``quantfish export``: train our own net with PyTorch, then write it as a .nnue file.
+
+PyTorch is an optional extra (``make train-deps``); without it both commands say so in one line. Nothing here
+imports torch at module level, so ``quantfish`` itself starts without it.
+
+    quantfish train --data FILE [--data FILE ...] --out DIR [--l1 256] [--epochs 10] [--batch-size 16384]
+                    [--lr 8.75e-4] [--lambda 1.0] [--val-fraction 0.05] [--fake-quant-epochs 0]
+                    [--resume CKPT] [--seed 0] [--threads N]
+    quantfish train --source MODULE:FUNCTION --out DIR ...     (a Python-level data source)
+    quantfish export CKPT -o NET.nnue
+
+Data files (32-byte records of ``quantfish gendata``) are read by ``quantfish.train.features.training_arrays``;
+``--source`` names a callable (no arguments) returning a data source (an object with ``batches(batch_size,
+shuffle, seed)``) or training arrays. Checkpoints go to DIR/epoch-NNNN.pt and DIR/last.pt.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import click
+
+TORCH_MISSING = "PyTorch is not installed: make train-deps"
+
+
+def _require_torch() -> None:
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        raise click.ClickException(TORCH_MISSING) from None
+
+
+def _errors():
+    """The exception types of the training modules that become one-line errors."""
+    from quantfish.nnue.net import NetFileError
+    from quantfish.train.checkpoint import CheckpointError
+    from quantfish.train.data import DataError
+    from quantfish.train.quantize import QuantisationError
+    return (CheckpointError, DataError, QuantisationError, NetFileError, OSError, ValueError)
+
+
+def _load_source(spec: str):
+    """The data source a ``MODULE:FUNCTION`` spec names (the function is called with no arguments)."""
+    module_name, sep, func_name = spec.partition(":")
+    if not sep or not module_name or not func_name:
+        raise click.BadParameter("expected MODULE:FUNCTION", param_hint="--source")
+    try:
+        func = getattr(importlib.import_module(module_name), func_name)
+    except (ImportError, AttributeError) as exc:
+        raise click.BadParameter(f"cannot load {spec}: {exc}", param_hint="--source") from None
+    return func()
+
+
+@click.command("train")
+@click.option("--data", "data_paths", multiple=True, type=click.Path(dir_okay=False),
+              help="Training data file (repeatable), read by quantfish.data.records.")
+@click.option("--source", default=None, metavar="MODULE:FUNCTION",
+              help="A Python callable returning a data source or training arrays (instead of --data).")
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
+              help="Directory for the checkpoints (epoch-NNNN.pt, last.pt).")
+@click.option("--l1", type=click.IntRange(32, 4096), default=None,
+              help="Accumulator width: 128, 256, 512 or 1024 (default 256, or the checkpoint's with --resume).")
+@click.option("--epochs", type=click.IntRange(1, None), default=10, show_default=True,
+              help="Total epochs (a resumed run continues up to this).")
+@click.option("--batch-size", type=click.IntRange(1, None), default=16384, show_default=True)
+@click.option("--lr", type=click.FloatRange(0, None, min_open=True), default=8.75e-4, show_default=True,
+              help="Starting learning rate (multiplied by --lr-gamma after each epoch).")
+@click.option("--lr-gamma", type=click.FloatRange(0, 1, min_open=True), default=0.992, show_default=True)
+@click.option("--optimizer", type=click.Choice(["adam", "adamw"]), default="adam", show_default=True)
+@click.option("--lambda", "lambda_", type=click.FloatRange(0, 1), default=1.0, show_default=True,
+              help="Weight of the score against the game result in the target.")
+@click.option("--val-fraction", type=click.FloatRange(0, 0.9), default=0.05, show_default=True,
+              help="Share of the positions held back for the validation loss.")
+@click.option("--fake-quant-epochs", type=click.IntRange(0, None), default=0, show_default=True,
+              help="Train the last N epochs through weights rounded to their integer grid.")
+@click.option("--resume", type=click.Path(dir_okay=False), default=None, help="Continue from a checkpoint.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--threads", type=click.IntRange(1, None), default=None, help="PyTorch CPU threads.")
+def train_command(data_paths, source, out_dir, l1, epochs, batch_size, lr, lr_gamma, optimizer, lambda_,
+                  val_fraction, fake_quant_epochs, resume, seed, threads):
+    """Train a HalfKAv2_hm net (Stockfish 15.1 topology) on scored positions."""
+    _require_torch()
+    if bool(data_paths) == bool(source):
+        raise click.UsageError("give training data: --data FILE (repeatable) or --source MODULE:FUNCTION")
+    import torch
+    from quantfish.train.checkpoint import load_checkpoint
+    from quantfish.train.data import as_source, load_data_files
+    from quantfish.train.trainer import LAST, TrainConfig, pick_device, train
+    if threads:
+        torch.set_num_threads(threads)
+    try:
+        if l1 is None:
+            l1 = int(load_checkpoint(resume)["arch"]["l1"]) if resume else 256
+        data = as_source(_load_source(source)) if source else load_data_files(data_paths)
+        config = TrainConfig(l1=l1, epochs=epochs, batch_size=batch_size, lr=lr, lr_gamma=lr_gamma,
+                             optimizer=optimizer, lambda_=lambda_, val_fraction=val_fraction,
+                             fake_quant_epochs=fake_quant_epochs, seed=seed, out_dir=out_dir,
+                             log=lambda s: click.echo(s, err=True))
+        size = f", {len(data):,} positions" if hasattr(data, "__len__") else ""
+        click.echo(f"training L1={l1} on {pick_device()}{size}", err=True)
+        train(data, config, resume=resume)
+    except _errors() as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(f"checkpoint: {out_dir}/{LAST} (write the net with: quantfish export {out_dir}/{LAST} -o NET.nnue)",
+               err=True)
+
+
+@click.command("export")
+@click.argument("checkpoint", type=click.Path(dir_okay=False))
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="The .nnue file to write.")
+@click.option("--description", default=None, help="Description stored in the net's header.")
+def export_command(checkpoint, output, description):
+    """Quantise a training checkpoint into a Stockfish .nnue file (refuses values that would overflow)."""
+    _require_torch()
+    from quantfish.train.quantize import DEFAULT_DESCRIPTION, export
+    from quantfish.train.trainer import model_from_checkpoint
+    try:
+        model = model_from_checkpoint(checkpoint)
+        desc = description.encode("utf-8") if description is not None else DEFAULT_DESCRIPTION
+        net = export(model, output, desc)
+    except _errors() as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(f"wrote {output}: {net.arch.describe()}")
+
+
+def register(group: click.Group) -> None:
+    """Add ``train`` and ``export`` to the ``quantfish`` command group."""
+    group.add_command(train_command, "train")
+    group.add_command(export_command, "export")

@@ -1,0 +1,1 @@
+"""Developer tools: benchmarks and scripts run from a checkout (``python -m tools.NAME``), not installed."""
