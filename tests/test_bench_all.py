@@ -7,7 +7,7 @@ from quantfish.search.driver import Searcher
 from tools.bench_all import Stockfish, interleaved_nps
 from quantfish.nnue.kernel import loader as ckernel
 from quantfish.nnue.io import load_net
-from quantfish.nnue.locate import resolve_net_path
+from quantfish.nnue.loader import resolve_main_path
 from tools.nnue_bench import stockfish_for_comparison
 
 FENS = BENCH_FENS[:3]
@@ -16,6 +16,8 @@ DEPTH = 5
 
 @pytest.fixture(scope="module")
 def stockfish():
+    from tests.conftest import skip_without_sf_net
+    skip_without_sf_net()           # Quantfish is measured against Stockfish with Stockfish's own net
     path, _ = stockfish_for_comparison()
     if path is None:
         pytest.skip("no Stockfish installed (apt-get install stockfish, or set STOCKFISH=...)")
@@ -29,7 +31,7 @@ def test_interleaved_searches_what_quantfish_bench_searches(stockfish):
     kernel = ckernel.load_kernel("numba")
     counts, ratios = interleaved_nps(stockfish, DEPTH, 2, kernels=[kernel], fens=FENS)
     per_position = []
-    run_bench(Searcher(load_net(resolve_net_path()), 16, kernel=kernel), DEPTH,
+    run_bench(Searcher(load_net(resolve_main_path()), 16, kernel=kernel), DEPTH,
               lambda line: per_position.append(int(line.split()[-2])) if line.startswith("Position:") else None,
               FENS)
     assert counts == {kernel.status: per_position}

@@ -65,6 +65,11 @@ def cnet(nnue_arrays):
     return ckernel.make_cnet(nnue_arrays)
 
 
+@pytest.fixture(scope="session")
+def sf_cnet(sf_arrays):
+    return ckernel.make_cnet(sf_arrays)
+
+
 def _p(a):
     assert a.flags.c_contiguous
     return a.ctypes.data
@@ -449,8 +454,8 @@ def _refresh_both_c(net, kf, cnet, acc, psqt, computed, board, scratch):
     refresh_ply(net, acc, psqt, computed, 0, board, scratch, kf, cnet)
 
 
-def test_forward_on_reference_positions(kf, nnue_arrays, cnet):
-    l1 = nnue_arrays.ft_bias.shape[0]
+def test_forward_on_reference_positions(kf, sf_arrays, sf_cnet):
+    l1 = sf_arrays.ft_bias.shape[0]
     acc, psqt, computed, _, _ = make_stack(l1, 1)
     acc_c, psqt_c, computed_c, _, _ = make_stack(l1, 1)
     scratch = make_scratch(l1)
@@ -461,16 +466,16 @@ def test_forward_on_reference_positions(kf, nnue_arrays, cnet):
     for r in _rows(N_REF_ROWS):
         pos = parse_fen(r["fen"])
         board = np.ascontiguousarray(pos.board, dtype=np.int8)
-        refresh_ply(nnue_arrays, acc, psqt, computed, 0, board)
-        _refresh_both_c(nnue_arrays, kf, cnet, acc_c, psqt_c, computed_c, board, cscratch)
+        refresh_ply(sf_arrays, acc, psqt, computed, 0, board)
+        _refresh_both_c(sf_arrays, kf, sf_cnet, acc_c, psqt_c, computed_c, board, cscratch)
         assert np.array_equal(acc, acc_c) and np.array_equal(psqt, psqt_c), r["fen"]
         b = int(r["bucket"])
-        p, q = forward(nnue_arrays, acc, psqt, 0, pos.side, b, scratch)
-        pc, qc = ckernel.forward_c(kf, cnet, acc_c, psqt_c, 0, pos.side, b, cscratch)
+        p, q = forward(sf_arrays, acc, psqt, 0, pos.side, b, scratch)
+        pc, qc = ckernel.forward_c(kf, sf_cnet, acc_c, psqt_c, 0, pos.side, b, cscratch)
         # the Numba scratch works with the kernel too
-        pc2, qc2 = ckernel.forward_c(kf, cnet, acc_c, psqt_c, 0, pos.side, b, scratch)
-        forward_all(nnue_arrays, acc, psqt, 0, pos.side, p_ref, q_ref, scratch)
-        ckernel.forward_all_c(kf, cnet, acc_c, psqt_c, 0, pos.side, p_c, q_c, cscratch)
+        pc2, qc2 = ckernel.forward_c(kf, sf_cnet, acc_c, psqt_c, 0, pos.side, b, scratch)
+        forward_all(sf_arrays, acc, psqt, 0, pos.side, p_ref, q_ref, scratch)
+        ckernel.forward_all_c(kf, sf_cnet, acc_c, psqt_c, 0, pos.side, p_c, q_c, cscratch)
         want = (int(r[f"psqt_{b}"]), int(r[f"positional_{b}"]))
         want_all = [int(r[f"psqt_{k}"]) for k in range(8)], [int(r[f"positional_{k}"]) for k in range(8)]
         if not ((p, q) == (pc, qc) == (pc2, qc2) == want and list(p_c) == list(p_ref) == want_all[0]
@@ -659,10 +664,10 @@ _CACHE_PROBE = """
 import numpy as np
 from quantfish.nnue.kernel import loader as ckernel
 from quantfish.nnue.io import load_net
-from quantfish.nnue.locate import resolve_net_path
+from quantfish.nnue.loader import resolve_main_path
 from quantfish.nnue.stack import refresh_ply
 k = ckernel.load_kernel("c", require=True)
-arrays = load_net(resolve_net_path()).arrays()
+arrays = load_net(resolve_main_path()).arrays()
 cnet = ckernel.make_cnet(arrays)
 acc = np.zeros((1, 2, cnet.ft_bias.shape[0]), np.int16)
 psqt = np.zeros((1, 2, 8), np.int32)

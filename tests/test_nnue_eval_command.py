@@ -33,20 +33,20 @@ def _expected(r):
             "quantisation": {"format": "stockfish", "scheme": "sf", "rounding": "floor", "resolution": 127}}
 
 
-def test_json_matches_reference(nnue_net):
+def test_json_matches_reference(sf_net):
     runner = CliRunner()
     for r in _rows(12):
-        res = runner.invoke(eval_command, [r["fen"], "--json", "--net", nnue_net.path])
+        res = runner.invoke(eval_command, [r["fen"], "--json", "--net", sf_net.path])
         assert res.exit_code == 0, res.output
         assert json.loads(res.output) == _expected(r)
 
 
-def test_unquoted_fen_words(nnue_net):
+def test_unquoted_fen_words(sf_net):
     res = CliRunner().invoke(eval_command, ["--json", *"8/8/8/8/8/8/8/K6k w - - 0 1".split()])
     assert res.exit_code == 0 and json.loads(res.output)["bucket"] == 0
 
 
-def test_batch_with_bad_line(nnue_net):
+def test_batch_with_bad_line(sf_net):
     rows = _rows(5)
     lines = [rows[0]["fen"], "not a fen", "", rows[1]["fen"], "8/8/8/8/8/8/8/8 w - - 0 1", rows[2]["fen"]]
     res = CliRunner().invoke(eval_command, ["--json"], input="\n".join(lines) + "\n")
@@ -58,7 +58,7 @@ def test_batch_with_bad_line(nnue_net):
     assert "king" in out[3]["error"] and set(out[3]) == {"fen", "error"}
 
 
-def test_bad_fen_and_bad_net(tmp_path, nnue_net):
+def test_bad_fen_and_bad_net(tmp_path, sf_net):
     runner = CliRunner()
     res = runner.invoke(eval_command, ["xx w - - 0 1"])
     assert res.exit_code == 1 and "bad FEN" in res.output and "Traceback" not in res.output
@@ -70,7 +70,7 @@ def test_bad_fen_and_bad_net(tmp_path, nnue_net):
     assert res.exit_code == 1 and "header hash mismatch" in res.output
 
 
-def test_process_errors_go_to_stderr(tmp_path, nnue_net):
+def test_process_errors_go_to_stderr(tmp_path, sf_net):
     """A real process: one line on stderr, status 1, no traceback."""
     code = "from quantfish.cli.eval import eval_command; eval_command(prog_name='quantfish eval')"
     proc = subprocess.run([sys.executable, "-c", code, "8/8/8/8/8/8/8/K6k w - - 0 1", "--net",
@@ -82,7 +82,7 @@ def test_process_errors_go_to_stderr(tmp_path, nnue_net):
 
 
 @pytest.mark.skipif(not os.access(STOCKFISH, os.X_OK), reason="Stockfish 15.1 not installed")
-def test_human_table_matches_stockfish(nnue_net):
+def test_human_table_matches_stockfish(sf_net):
     fens = ["r1b1k1nr/1p1p1ppp/2p1nq2/pP6/1b6/2N1PP1N/P2Q2PP/R3KB1R b KQkq - 2 14",
             "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1"] + [r["fen"] for r in _rows(4)]
     script = "".join(f"position fen {f}\neval\n" for f in fens) + "quit\n"

@@ -22,8 +22,8 @@ SIZE = 47_001_499
 
 
 @pytest.fixture(scope="module")
-def net_bytes_15(nnue_net):
-    return open(nnue_net.path, "rb").read()
+def net_bytes_15(sf_net):
+    return open(sf_net.path, "rb").read()
 
 
 def _write(tmp_path, data, name="net.nnue"):
@@ -83,8 +83,8 @@ def test_derived_constants():
         == [0, 1, 1, 0]
 
 
-def test_loaded_shapes(nnue_net):
-    n = nnue_net
+def test_loaded_shapes(sf_net):
+    n = sf_net
     assert n.arch == SF15_1
     assert n.description == b"Network trained with the https://github.com/glinscott/nnue-pytorch trainer."
     assert n.ft_bias.dtype == np.int16 and n.ft_bias.shape == (1024,)
@@ -100,14 +100,14 @@ def test_loaded_shapes(nnue_net):
     assert t.params.tolist() == [architecture.GEN_SF15_1, 0, 0]      # generation, FT shift, no scheme
 
 
-def test_write_round_trip_is_byte_identical(nnue_net, net_bytes_15, tmp_path):
+def test_write_round_trip_is_byte_identical(sf_net, net_bytes_15, tmp_path):
     out = tmp_path / "copy.nnue"
-    write_net(nnue_net, out)
+    write_net(sf_net, out)
     assert out.stat().st_size == SIZE
     assert out.read_bytes() == net_bytes_15
     assert sha256_of(out) == DEFAULT_NET_SHA256
     again = load_net(out)
-    assert np.array_equal(again.ft_weights, nnue_net.ft_weights) and np.array_equal(again.w1, nnue_net.w1)
+    assert np.array_equal(again.ft_weights, sf_net.ft_weights) and np.array_equal(again.w1, sf_net.w1)
 
 
 def test_missing_file(tmp_path):

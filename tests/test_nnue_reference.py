@@ -29,13 +29,13 @@ def test_tdiv_truncates():
     assert wrap32(2**31) == -2**31 and wrap32(-2**31 - 1) == 2**31 - 1
 
 
-def test_every_reference_row(nnue_arrays):
+def test_every_reference_row(sf_arrays):
     rows = _rows()
     assert len(rows) == 4878
     bad = []
     for r in rows:
         pos = parse_fen(r["fen"])
-        rep = eval_report(nnue_arrays, pos.board, pos.side, pos.halfmove)
+        rep = eval_report(sf_arrays, pos.board, pos.side, pos.halfmove)
         got = {"bucket": rep.bucket, "nnue_evaluate_raw": rep.nnue_raw,
                "nnue_evaluate_adjusted": rep.nnue_adjusted, "final_eval_nnue_path": rep.final,
                "nnue_complexity": rep.complexity, "non_pawn_material": rep.npm, "pieces": rep.pieces}
@@ -83,10 +83,10 @@ def _parse_layers():
     return out
 
 
-def test_layer_dumps(nnue_arrays):
+def test_layer_dumps(sf_arrays):
     """Accumulators, transformed input and every layer of every bucket, for the 64 dumped positions;
     also checks the sparse fc_0 against the dense one."""
-    net = nnue_arrays
+    net = sf_arrays
     positions = _parse_layers()
     assert len(positions) == 64
     acc, psqt, computed, _, _ = make_stack(1024, 1)

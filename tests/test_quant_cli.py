@@ -52,12 +52,12 @@ def test_quant_report_text(nnue_net, positions_file):
     assert "40 positions" in res.output and "MAE cp" in res.output and "ac_sqr_0" in res.output
 
 
-def test_quantize_sf_writes_stockfish_file(nnue_net, tmp_path):
+def test_quantize_sf_writes_stockfish_file(sf_net, tmp_path):
     out = tmp_path / "sf.nnue"
-    res = CliRunner().invoke(main, ["quantize", nnue_net.path, "-o", str(out), "--scheme", "sf"])
+    res = CliRunner().invoke(main, ["quantize", sf_net.path, "-o", str(out), "--scheme", "sf"])
     assert res.exit_code == 0, res.output
     assert "Stockfish .nnue" in res.output
-    assert out.read_bytes() == open(nnue_net.path, "rb").read()
+    assert out.read_bytes() == open(sf_net.path, "rb").read()
 
 
 def test_quantize_other_scheme_writes_quantfish_format(nnue_net, positions_file, tmp_path):
@@ -137,20 +137,20 @@ def _nnue_pytorch_state(net, torch, factorised=True):
             "layer_stacks.output.weight": t(f.w2), "layer_stacks.output.bias": t(f.b2)}
 
 
-def test_nnue_pytorch_checkpoint_quantises_to_stockfish_integers(nnue_net, tmp_path):
+def test_nnue_pytorch_checkpoint_quantises_to_stockfish_integers(sf_net, tmp_path):
     torch = pytest.importorskip("torch", reason="reading an nnue-pytorch checkpoint needs PyTorch")
     ckpt = tmp_path / "nnue-pytorch.ckpt"
-    torch.save({"epoch": 400, "state_dict": _nnue_pytorch_state(nnue_net, torch)}, ckpt)
+    torch.save({"epoch": 400, "state_dict": _nnue_pytorch_state(sf_net, torch)}, ckpt)
     out = tmp_path / "sf.nnue"
     res = CliRunner().invoke(main, ["quantize", str(ckpt), "-o", str(out), "--scheme", "sf"])
     assert res.exit_code == 0, res.output
     got = load_net(out)
     for field in ("ft_bias", "ft_weights", "ft_psqt", "b0", "w0", "b1", "w1", "b2", "w2"):
-        assert np.array_equal(getattr(got, field), getattr(nnue_net, field)), field
+        assert np.array_equal(getattr(got, field), getattr(sf_net, field)), field
     plain = tmp_path / "plain.pt"                   # unfactorised, a bare state dict with a prefix
-    sd = _nnue_pytorch_state(nnue_net, torch, factorised=False)
+    sd = _nnue_pytorch_state(sf_net, torch, factorised=False)
     torch.save({f"model.{k}": v for k, v in sd.items()}, plain)
-    assert np.array_equal(FloatNet.from_checkpoint(plain).ft_weights, FloatNet.from_net(nnue_net).ft_weights
+    assert np.array_equal(FloatNet.from_checkpoint(plain).ft_weights, FloatNet.from_net(sf_net).ft_weights
                           .astype(np.float32).astype(np.float64))
 
 

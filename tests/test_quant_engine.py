@@ -183,8 +183,8 @@ def test_a_record_the_engine_cannot_follow_is_refused_when_loading(small, tmp_pa
 # -- Stockfish 15.1's net ---------------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def sf_float(nnue_net):
-    return FloatNet.from_net(nnue_net)
+def sf_float(sf_net):
+    return FloatNet.from_net(sf_net)
 
 
 def test_stockfish_arithmetic_as_a_quantfish_file_gives_stockfish_integers(sf_float, tmp_path):
@@ -245,7 +245,7 @@ def test_the_engine_searches_and_evaluates_with_a_quantfish_net(sf_range_row):
 
 
 @pytest.mark.parametrize("kernel", ["numba", "c"])
-def test_search_with_stockfish_arithmetic_as_a_quantfish_file_walks_the_same_tree(sf_float, nnue_net, tmp_path,
+def test_search_with_stockfish_arithmetic_as_a_quantfish_file_walks_the_same_tree(sf_float, sf_net, tmp_path,
                                                                                    kernel):
     """The search's own evaluation of a Quantfish-format net (its ``scheme`` flag, both paths): with the ``sf``
     record the tree, nodes, score and move equal the Stockfish net's."""
@@ -257,7 +257,7 @@ def test_search_with_stockfish_arithmetic_as_a_quantfish_file_walks_the_same_tre
     fens = ["r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3",
             "8/5pk1/6p1/3R4/7P/6P1/r4PK1/8 b - - 1 40"]
     results = []
-    for net in (nnue_net.path, str(path)):
+    for net in (sf_net.path, str(path)):
         with Engine(net=net, kernel=kernel) as engine:
             assert engine._searcher.ctl["scheme"] == (net == str(path))     # the scheme's own pass searched
             infos = [engine.analyse(chess.Board(f), chess.engine.Limit(depth=9)) for f in fens]
@@ -288,13 +288,13 @@ def test_uci_loads_plays_and_names_a_quantfish_net(sf_range_row):
         engine.kill()
 
 
-def test_net_speed_compares_a_quantfish_file_with_the_plain_net(sf_float, nnue_net, tmp_path, capsys):
+def test_net_speed_compares_a_quantfish_file_with_the_plain_net(sf_float, sf_net, tmp_path, capsys):
     """``tools.net_speed`` (the README's scheme speed figures): both nets search the same tree with the
     ``sf`` record, each gets its own timing, and a missing net is a message, not a traceback."""
     from tools import net_speed
     path = tmp_path / "sf.qfnn"
     qformat.write_qnet(schemes.make("sf", sf_float), path)
-    rows = net_speed.compare([nnue_net.path, str(path)], depth=5, rounds=1, positions=3)
+    rows = net_speed.compare([sf_net.path, str(path)], depth=5, rounds=1, positions=3)
     (_, nodes_a, secs_a, ratios_a), (_, nodes_b, secs_b, ratios_b) = rows
     assert nodes_a == nodes_b > 0 and secs_a > 0 and secs_b > 0
     assert ratios_a == [1.0] * 3 and len(ratios_b) == 3 and all(r > 0 for r in ratios_b)
@@ -302,19 +302,19 @@ def test_net_speed_compares_a_quantfish_file_with_the_plain_net(sf_float, nnue_n
     assert "net_speed:" in capsys.readouterr().err
 
 
-def test_forward_speed_times_the_plain_and_the_scheme_pass(sf_float, nnue_net, tmp_path, capsys):
+def test_forward_speed_times_the_plain_and_the_scheme_pass(sf_float, sf_net, tmp_path, capsys):
     """``tools.forward_speed`` (the README's forward-call figures): a row a net, the first net's ratio 1,
     each pass timed; a missing net or an unknown kernel variant is a message, not a traceback."""
     from tools import forward_speed
     path = tmp_path / "sf255.qfnn"
     qformat.write_qnet(schemes.make("sf", sf_float, None, "nearest", 255), path)
     try:
-        rows = forward_speed.measure([nnue_net.path, str(path)], rounds=3, positions=20)
+        rows = forward_speed.measure([sf_net.path, str(path)], rounds=3, positions=20)
     except ckernel.KernelUnavailable as exc:
         pytest.skip(f"no C kernel here: {exc}")
-    assert [r[0] for r in rows] == [nnue_net.path, str(path)]
+    assert [r[0] for r in rows] == [sf_net.path, str(path)]
     assert rows[0][2] == 1.0 and all(r[1] > 0 and r[2] > 0 for r in rows)
     assert forward_speed.main([str(tmp_path / "missing.nnue")]) == 1
-    assert forward_speed.main([nnue_net.path, "--variant", "nonesuch"]) == 1
+    assert forward_speed.main([sf_net.path, "--variant", "nonesuch"]) == 1
     err = capsys.readouterr().err
     assert err.count("forward_speed:") == 2 and "nonesuch" in err

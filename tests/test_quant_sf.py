@@ -27,8 +27,8 @@ TSV = NNUE_DATA / "sf15.1_reference.tsv"
 
 
 @pytest.fixture(scope="module")
-def fnet(nnue_net):
-    return FloatNet.from_net(nnue_net)
+def fnet(sf_net):
+    return FloatNet.from_net(sf_net)
 
 
 @pytest.fixture(scope="module")
@@ -36,9 +36,9 @@ def sf(fnet):
     return schemes.make("sf", fnet)
 
 
-def test_sf_gives_the_file_back_byte_for_byte(nnue_net, sf):
+def test_sf_gives_the_file_back_byte_for_byte(sf_net, sf):
     assert is_stockfish(sf.scheme)
-    with open(nnue_net.path, "rb") as fh:
+    with open(sf_net.path, "rb") as fh:
         assert net_bytes(to_net(sf)) == fh.read()
 
 
@@ -79,31 +79,31 @@ def _random_boards(n, seed=7):
     return [b for b, _ in boards], [side for _, side in boards]
 
 
-def test_simulator_equals_engine_on_random_positions(nnue_arrays, sf):
+def test_simulator_equals_engine_on_random_positions(sf_arrays, sf):
     boards, sides = _random_boards(150)
     pos = from_boards(boards, sides)
     accs = accumulate(sf, pos)
     sims = [simulate(sf, pos, stack=k, accumulators=accs) for k in range(8)]
     for i, (board, side) in enumerate(zip(boards, sides)):
-        rep = eval_report(nnue_arrays, board, side, 0)
+        rep = eval_report(sf_arrays, board, side, 0)
         assert rep.psqt == [int(t.psqt[i]) for t in sims], i
         assert rep.positional == [int(t.positional[i]) for t in sims], i
         assert rep.nnue_raw == int(sims[rep.bucket].raw[i]), i
 
 
-def test_float_net_is_the_float_counterpart(nnue_net, fnet):
+def test_float_net_is_the_float_counterpart(sf_net, fnet):
     """Float pass = quantfish.train.quanterror's float counterpart of the same net (no torch needed)."""
     rows = _reference_rows(step=40)
     pos = parse_lines([r["fen"] for r in rows])
     out = fnet.forward(pos).out
-    ref = compare(nnue_net, pos.white, pos.black, pos.stm, pos.bucket).real
+    ref = compare(sf_net, pos.white, pos.black, pos.stm, pos.bucket).real
     np.testing.assert_allclose(out, ref, rtol=0, atol=1e-6)
 
 
-def test_float_net_equals_the_trainers_model(nnue_net, fnet):
+def test_float_net_equals_the_trainers_model(sf_net, fnet):
     torch = pytest.importorskip("torch", reason="the trainer's model needs PyTorch")
     from quantfish.train.quantize import dequantise
-    model = dequantise(nnue_net)
+    model = dequantise(sf_net)
     rows = _reference_rows(step=40)
     pos = parse_lines([r["fen"] for r in rows])
     with torch.no_grad():

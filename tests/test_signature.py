@@ -21,10 +21,10 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def default_net(nnue_net):
-    if sha256_of(nnue_net.path) != DEFAULT_NET_SHA256:
-        pytest.fail(f"the signature is pinned for the default net, not {nnue_net.path} ($QUANTFISH_NET)")
-    return nnue_net
+def default_net(sf_net):
+    if sha256_of(sf_net.path) != DEFAULT_NET_SHA256:
+        pytest.fail(f"the signature is pinned for the default net, not {sf_net.path} ($QUANTFISH_NET)")
+    return sf_net
 
 
 def _bench_nodes(net, mode):

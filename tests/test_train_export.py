@@ -21,12 +21,12 @@ from tests.trainset import trained_tiny  # noqa: E402
 torch.set_num_threads(1)
 
 
-def test_sf15_round_trip_is_byte_identical(nnue_net, tmp_path):
-    original = open(nnue_net.path, "rb").read()
-    net = quantise(dequantise(nnue_net), nnue_net.description)
+def test_sf15_round_trip_is_byte_identical(sf_net, tmp_path):
+    original = open(sf_net.path, "rb").read()
+    net = quantise(dequantise(sf_net), sf_net.description)
     assert net_bytes(net) == original
     out = tmp_path / "again.nnue"
-    export(dequantise(nnue_net), out, nnue_net.description)
+    export(dequantise(sf_net), out, sf_net.description)
     assert out.read_bytes() == original
 
 
@@ -112,14 +112,14 @@ def _table_and_nnue(text):
 
 
 @pytest.mark.skipif(_stockfish() is None, reason="Stockfish is not installed (apt-get install stockfish)")
-def test_l1_1024_export_loads_in_stockfish_and_evaluates_as_ours(nnue_net, tmp_path):
+def test_l1_1024_export_loads_in_stockfish_and_evaluates_as_ours(sf_net, tmp_path):
     """An exported L1 = 1024 net is a Stockfish 15.1 net: Stockfish loads it and prints, bucket by bucket, the
     same evaluation as `quantfish eval` does with it. The net is Stockfish's own, dequantised and perturbed (so
     every layer and bucket carries real, new values), then exported."""
     from click.testing import CliRunner
 
     from quantfish.cli.eval import eval_command
-    model = dequantise(nnue_net)
+    model = dequantise(sf_net)
     gen = torch.Generator().manual_seed(5)
     with torch.no_grad():
         for p in model.parameters():

@@ -21,8 +21,8 @@ torch.set_num_threads(1)
 
 
 @pytest.fixture(scope="module")
-def sf15_model(nnue_net):
-    return dequantise(nnue_net)
+def sf15_model(sf_net):
+    return dequantise(sf_net)
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +43,7 @@ def reference_rows():
     return tuple(np.array(a) for a in (white, black, stm, psqt, pos, own))
 
 
-def test_sf15_float_forward_matches_integer_eval_per_bucket(nnue_net, sf15_model, reference_rows):
+def test_sf15_float_forward_matches_integer_eval_per_bucket(sf_net, sf15_model, reference_rows):
     """For each of the 8 buckets: the integer simulator reproduces the reference integers exactly, the model
     equals the float counterpart (float32 against float64), and the engine's value lies inside the rigorous
     rounding interval. The typical distance float - integer is printed (run with -s)."""
@@ -51,7 +51,7 @@ def test_sf15_float_forward_matches_integer_eval_per_bucket(nnue_net, sf15_model
     maes = []
     for k in range(8):
         bucket = np.full(len(stm), k)
-        c = compare(nnue_net, white, black, stm, bucket)
+        c = compare(sf_net, white, black, stm, bucket)
         assert np.array_equal(c.psqt, psqt[:, k]) and np.array_equal(c.positional, pos[:, k]), k
         with torch.no_grad():
             out = sf15_model(white, black, stm, bucket).double().numpy()
@@ -63,7 +63,7 @@ def test_sf15_float_forward_matches_integer_eval_per_bucket(nnue_net, sf15_model
     rows = np.arange(len(stm))
     with torch.no_grad():
         out = sf15_model(white, black, stm, own).double().numpy()
-    engine = compare(nnue_net, white, black, stm, own).integer
+    engine = compare(sf_net, white, black, stm, own).integer
     own_mae = np.abs(out - engine).mean()
     assert own_mae < 20                               # measured 14.0 units = 3.9 cp over all 4878 rows
     print(f"\nfloat vs integer MAE (internal units) per bucket: {[round(m, 2) for m in maes]}; "
@@ -91,7 +91,7 @@ def test_feature_transform_kernel_matches_pytorch_formulation():
         assert torch.allclose(a, b, atol=1e-4), (a - b).abs().max()
 
 
-def test_model_output_follows_bucket_and_side_to_move(sf15_model, nnue_net):
+def test_model_output_follows_bucket_and_side_to_move(sf15_model, sf_net):
     """Permuting the batch permutes the output (the model sorts by bucket internally)."""
     arr = distill_set()
     n = 64
@@ -101,7 +101,7 @@ def test_model_output_follows_bucket_and_side_to_move(sf15_model, nnue_net):
         out = sf15_model(*args).numpy()
         out_perm = sf15_model(*(a[perm] for a in args)).numpy()
     assert np.allclose(out[perm], out_perm, atol=1e-3)
-    real = compare(nnue_net, *args).real
+    real = compare(sf_net, *args).real
     assert np.abs(out - real).max() < 0.05
 
 

@@ -1,19 +1,14 @@
-"""A tiny distillation set for the trainer's tests: random positions scored by Stockfish 15.1's net (made once
-per session, a few seconds), and ``tiny_source`` for ``quantfish train --source tests.trainset:tiny_source``."""
+"""A tiny distillation set for the trainer's tests: random positions scored by the installed net (Stockfish
+15.1's when it is there, else Quantfish's own; made once per session, a few seconds), and ``tiny_source`` for
+``quantfish train --source tests.trainset:tiny_source``."""
 from functools import lru_cache
-
-import pytest
-
 
 @lru_cache(maxsize=None)
 def distill_set(n: int = 1500, seed: int = 7):
     from quantfish.nnue.io import load_net
-    from quantfish.nnue.locate import resolve_net_path
+    from quantfish.nnue.loader import resolve_main_path
     from quantfish.train.distill import distillation_arrays
-    path = resolve_net_path()
-    if not path.is_file():
-        pytest.fail(f"net {path} not found (run: make net)")
-    return distillation_arrays(load_net(path), n, seed)
+    return distillation_arrays(load_net(resolve_main_path()), n, seed)
 
 
 def tiny_source():

@@ -166,8 +166,8 @@ def _searchers(kernels):
     ``evaluation_paths()``)."""
     from quantfish.search.driver import Searcher
     from quantfish.nnue.io import load_net
-    from quantfish.nnue.locate import resolve_net_path
-    net = load_net(resolve_net_path())
+    from quantfish.nnue.loader import resolve_main_path
+    net = load_net(resolve_main_path())
     searchers = {}
     for kernel in kernels or evaluation_paths():
         if kernel.status not in searchers:

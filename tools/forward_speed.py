@@ -19,7 +19,7 @@ import time
 from quantfish.nnue.kernel import loader as ckernel
 from quantfish.nnue.net import NetFileError
 from quantfish.nnue.io import load_net
-from quantfish.nnue.locate import resolve_net_path
+from quantfish.nnue.loader import resolve_main_path
 from tools.kernel_bench import loop_forward_c, loop_forward_scheme_c, reference_positions
 
 PASSES = 20     # passes over the positions a net makes in one round
@@ -27,7 +27,7 @@ PASSES = 20     # passes over the positions a net makes in one round
 
 def _timer(kf, path, positions):
     """A function of a pass count that runs that many passes of the net at ``path`` over its positions."""
-    net = load_net(resolve_net_path(None if path == "default" else path))
+    net = load_net(resolve_main_path(None if path == "default" else path))
     arrays = net.arrays()
     cnet = ckernel.make_cnet(arrays)
     acc, psqt, sides, buckets, _, _ = reference_positions(arrays, positions)

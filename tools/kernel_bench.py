@@ -32,7 +32,7 @@ from quantfish.runtime.jit import njit
 from quantfish.nnue.stack import ensure_accumulator, refresh_ply
 from quantfish.nnue.layers import forward, make_scratch
 from quantfish.nnue.io import load_net
-from quantfish.nnue.locate import resolve_net_path
+from quantfish.nnue.loader import resolve_main_path
 from quantfish.nnue.pychess import dirty_pieces, mailbox, set_dirty, side_to_move
 
 TSV = "/work/shared/data/nnue/sf15.1_reference.tsv"
@@ -264,7 +264,7 @@ def main(argv=None):
     if args.numpy_stacks:
         STACK = make_stack
 
-    net = load_net(resolve_net_path(args.net))
+    net = load_net(resolve_main_path(args.net))
     arrays = net.arrays()
     l1 = arrays.ft_bias.shape[0]
     try:

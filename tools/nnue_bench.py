@@ -40,7 +40,7 @@ from quantfish.nnue.stack import ensure_accumulator, refresh_ply
 from quantfish.nnue.evaluate import bitboards, evaluate, evaluate_pair
 from quantfish.nnue.layers import make_scratch
 from quantfish.nnue.io import load_net
-from quantfish.nnue.locate import resolve_net_path
+from quantfish.nnue.loader import resolve_main_path
 from quantfish.nnue.pychess import dirty_pieces, mailbox, set_dirty, side_to_move
 
 OPENINGS = "/work/shared/data/openings/8moves_v3.epd"
@@ -305,7 +305,7 @@ def main(argv=None):
     ap.add_argument("--no-17", action="store_true", help="skip the Stockfish 17.1 nets")
     args = ap.parse_args(argv)
 
-    net = load_net(resolve_net_path(args.net))
+    net = load_net(resolve_main_path(args.net))
     pair = None
     if not args.no_17:
         from quantfish.nnue.loader import load_pair
