@@ -40,7 +40,7 @@ def _stack_and_context(cnet, arrays, qscheme=None):
 def _king_move_above(stack, ply):
     """[(perspective, q)] where the walk back from ply meets, before any computed ply, a move of that
     perspective's king into ply q < ply: the accumulator both paths refresh there."""
-    computed, dirty, ndirty = stack[2], stack[3], stack[4]
+    computed, dirty, ndirty = stack.computed, stack.dirty, stack.ndirty
     found = []
     for persp in range(2):
         q = ply
@@ -103,9 +103,9 @@ def _walk(kf, net, cnet, scheme, seed, steps=500, games=4, buckets=None):
                 kw, kb = board.king(chess.WHITE), board.king(chess.BLACK)
                 side = side_to_move(board)
                 bucket = bucket_of(len(board.piece_map()))
-                if ply > 0 and not c_stack[2][ply - 1].all():
+                if ply > 0 and not c_stack.computed[ply - 1].all():
                     multi += 1
-                if any(row[0] & 7 == 6 for row in c_stack[3][ply][:c_stack[4][ply]]):
+                if any(row[0] & 7 == 6 for row in c_stack.dirty[ply][:c_stack.ndirty[ply]]):
                     refreshed += 1
                 above = _king_move_above(c_stack, ply)
                 got = _evaluate_c(kfs[evaluated % len(kfs)], cx, ply, m, kw, kb, side, bucket)
@@ -114,18 +114,18 @@ def _walk(kf, net, cnet, scheme, seed, steps=500, games=4, buckets=None):
                 want = reference(net, n_stack, ply, m, kw, kb, side, bucket, n_scratch, n_cache)
                 assert got == want, (board.fen(), ply)
                 assert np.array_equal(m, mailbox(board))     # the Numba walk takes moves back on it and replays them
-                assert c_stack[2][ply].all()
+                assert c_stack.computed[ply].all()
                 for persp, q in above:
                     # refreshed where the king moved, from the board of that ply, on both paths
-                    assert c_stack[2][q][persp] and n_stack[2][q][persp], (board.fen(), ply, q)
+                    assert c_stack.computed[q][persp] and n_stack.computed[q][persp], (board.fen(), ply, q)
                     acc, psqt = _refreshed(net, board, ply - q, persp)
-                    assert np.array_equal(c_stack[0][q][persp], acc)
-                    assert np.array_equal(c_stack[1][q][persp], psqt)
+                    assert np.array_equal(c_stack.acc[q][persp], acc)
+                    assert np.array_equal(c_stack.psqt[q][persp], psqt)
                 refreshed_above += len(above)
                 for p in range(ply + 1):
-                    if c_stack[2][p].all() and n_stack[2][p].all():
-                        assert np.array_equal(c_stack[0][p], n_stack[0][p]), (board.fen(), p)
-                        assert np.array_equal(c_stack[1][p], n_stack[1][p]), (board.fen(), p)
+                    if c_stack.computed[p].all() and n_stack.computed[p].all():
+                        assert np.array_equal(c_stack.acc[p], n_stack.acc[p]), (board.fen(), p)
+                        assert np.array_equal(c_stack.psqt[p], n_stack.psqt[p]), (board.fen(), p)
                 evaluated += 1
     assert refreshed_above > 10
     return evaluated, multi, refreshed
@@ -220,7 +220,7 @@ def test_context_lists_every_field_and_checks_widths(cnet, nnue_arrays):  # noqa
     stack, cache, scratch, cx = _stack_and_context(cnet, nnue_arrays)
     assert cx.shape == (len(EVAL_CONTEXT_FIELDS),) and cx.dtype == np.int64
     field = {name: int(cx[i]) for i, name in enumerate(EVAL_CONTEXT_FIELDS)}
-    assert field["acc"] == stack[0].ctypes.data and field["ndirty"] == stack[4].ctypes.data
+    assert field["acc"] == stack.acc.ctypes.data and field["ndirty"] == stack.ndirty.ctypes.data
     assert field["cache_boards"] == cache[2].ctypes.data and field["work"] == scratch[2].ctypes.data
     assert field["l1"] == nnue_arrays.ft_bias.shape[0] and field["nb"] == 8 and field["ft_shift"] == 0
     assert field["qscheme"] == 0
@@ -236,5 +236,5 @@ def test_the_search_takes_the_one_call_path_on_the_c_kernel(nnue_net):
     k = ckernel.load_kernel("auto")
     if not k.is_c:
         pytest.fail(f"no C kernel: {k.reason}")
-    assert Searcher(nnue_net, 1, kernel=k).ctl["one_call"][0] == 1
-    assert Searcher(nnue_net, 1, kernel=ckernel.load_kernel("numba")).ctl["one_call"][0] == 0
+    assert Searcher(nnue_net, 1, kernel=k).eval_mode["one_call"]
+    assert not Searcher(nnue_net, 1, kernel=ckernel.load_kernel("numba")).eval_mode["one_call"]

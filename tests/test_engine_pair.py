@@ -50,10 +50,10 @@ def _legal(searcher, ply):
 
 def test_searcher_pair_slots(nnue_net, nnue17_pair, pair_searchers):
     s = next(iter(pair_searchers.values()))
-    assert s.is_pair and s.nets == (nnue17_pair.big, nnue17_pair.small) and s.ctl["pair"][0] == 1
+    assert s.is_pair and s.nets == (nnue17_pair.big, nnue17_pair.small) and s.eval_mode["pair"]
     assert "big" in s.describe_nets() and "small" in s.describe_nets()
     one = Searcher(nnue_net, 1, "numba")
-    assert not one.is_pair and one.ctl["pair"][0] == 0 and one.nets == (nnue_net,)
+    assert not one.is_pair and not one.eval_mode["pair"] and one.nets == (nnue_net,)
     # One compiled search serves every net: the search tuples have the same Numba type.
     assert numba.typeof(one.S) == numba.typeof(s.S)
     # The small net's fields (its directory and computed flags) are there with one net too, unused.

@@ -14,7 +14,7 @@ FEN = "r1bq1rk1/pp2bppp/2n1pn2/3p4/2PP4/2N1PN2/PP1B1PPP/R2QKB1R w KQ - 0 8"
 def reference_order(see_ge, T, b, moves, scores):
     """Picks by a selection sort written plainly: the first best score, the lazy exchange test, the swap."""
     from quantfish.core.position import ST_SIDE
-    from quantfish.search.tree import CAPTURE_SPAN, GOOD_CAPTURE, TT_MOVE_SCORE
+    from quantfish.search.movepick import CAPTURE_SPAN, GOOD_CAPTURE, TT_MOVE_SCORE
     moves, scores = list(moves), list(scores)
     out = []
     for start in range(len(moves)):
@@ -36,7 +36,8 @@ def reference_order(see_ge, T, b, moves, scores):
 def test_picks_follow_a_plain_selection_sort_with_ties_and_losing_captures(seed):
     from quantfish.core.movegen import generate_legal
     from quantfish.core.position import ST_SIDE
-    from quantfish.search.tree import GOOD_CAPTURE, TT_MOVE_SCORE, _pick_move, see_ge
+    from quantfish.search.movepick import GOOD_CAPTURE, TT_MOVE_SCORE, pick_move as _pick_move
+    from quantfish.search.see import see_ge
     from quantfish.core.tables import tables
     T = tables()
     b = parse_fen(FEN)

@@ -150,7 +150,7 @@ def test_lazy_update_in_a_search_tree(nnue_arrays):
                 m = mailbox(board)
                 side = side_to_move(board)
                 v = evaluate(net, acc, psqt, ply, side, m, board.halfmove_clock, 0, scratch)
-                refresh_ply(net, ref_stack[0], ref_stack[1], ref_stack[2], 0, m)
-                assert v == evaluate(net, ref_stack[0], ref_stack[1], 0, side, m, board.halfmove_clock, 0, scratch)
+                refresh_ply(net, ref_stack.acc, ref_stack.psqt, ref_stack.computed, 0, m)
+                assert v == evaluate(net, ref_stack.acc, ref_stack.psqt, 0, side, m, board.halfmove_clock, 0, scratch)
                 evaluated += 1
     assert evaluated > 1000 and multi > 100

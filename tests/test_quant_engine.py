@@ -259,7 +259,7 @@ def test_search_with_stockfish_arithmetic_as_a_quantfish_file_walks_the_same_tre
     results = []
     for net in (sf_net.path, str(path)):
         with Engine(net=net, kernel=kernel) as engine:
-            assert engine._searcher.ctl["scheme"] == (net == str(path))     # the scheme's own pass searched
+            assert engine._searcher.eval_mode["scheme"] == (net == str(path))     # the scheme's own pass searched
             infos = [engine.analyse(chess.Board(f), chess.engine.Limit(depth=9)) for f in fens]
         results.append([(i["nodes"], i["score"], i["pv"][0]) for i in infos])
     assert results[0] == results[1]

@@ -8,7 +8,8 @@ import pytest
 from quantfish.core.fen import STARTING_FEN, parse_fen
 from quantfish.core.notation import move_to_uci
 from quantfish.core.position import ST_RULE50, ST_SIDE
-from quantfish.search.tree import _do_move, static_eval
+from quantfish.nnue.evaluator import evaluate as static_eval
+from quantfish.search.tree import _do_move
 from quantfish.search.driver import Searcher
 from quantfish.nnue.evaluate import eval_report, eval_report_pair, finish
 from tests.test_engine_pair import STARTS, _kernel_modes, _legal, pair_searchers  # noqa: F401 (fixture)
@@ -90,7 +91,7 @@ def test_a_position_met_again_takes_the_nets_outputs_from_the_evaluation_cache(n
     searcher = Searcher(nnue_net, 1, mode)
     searcher.clear()
     S = searcher.S
-    computed = S.nn[2]
+    computed = S.nn.computed
 
     def play(ucis):
         searcher._setup(parse_fen(STARTING_FEN), [])

@@ -5,7 +5,9 @@ import pytest
 from quantfish.core.fen import parse_fen
 from quantfish.core.notation import move_to_uci
 from quantfish.core.position import ST_KEY
-from quantfish.search.tree import INF, search_root, tt_probe
+from quantfish.search.tree import search_root
+from quantfish.search.tt import tt_probe
+from quantfish.search.values import INF
 from quantfish.search.driver import Limits, Searcher
 from quantfish.search.state import TTE_SIZE
 

@@ -9,9 +9,9 @@ from numba import njit
 
 from quantfish.core.fen import parse_fen
 from quantfish.core.notation import move_to_uci
-from quantfish.search.tree import tt_probe, tt_store
+from quantfish.search.tt import tt_probe, tt_store
 from quantfish.search.driver import Limits, Searcher
-from quantfish.search.tree import MATE, MATE_IN_MAX
+from quantfish.search.values import MATE, MATE_IN_MAX
 from quantfish.search.threads import Finished, vote
 from quantfish.search.timeman import Clock
 

@@ -1,7 +1,7 @@
 """The transposition table's entry: every field survives a store and a probe, the PV flag included."""
 import numpy as np
 
-from quantfish.search.tree import BOUND_EXACT, BOUND_LOWER, BOUND_UPPER, TT_BUCKET, TT_DEPTH_MAX, TT_PV, tt_probe, tt_store
+from quantfish.search.tt import BOUND_EXACT, BOUND_LOWER, BOUND_UPPER, TT_BUCKET, TT_DEPTH_MAX, TT_PV, tt_probe, tt_store
 from quantfish.search.state import TTE_SIZE
 
 

@@ -157,7 +157,7 @@ def test_extreme_scores_and_mates():
 
 
 def test_search_scores_map_to_wdl_in_uci_units():
-    from quantfish.search.tree import MATE, MATE_IN_MAX
+    from quantfish.search.values import MATE, MATE_IN_MAX
     from quantfish.search.driver import score_to_uci, score_to_wdl
     for v in (MATE - 1, MATE - 9, MATE_IN_MAX):
         assert score_to_uci(v).startswith("mate ") and score_to_wdl(v, 30) == (1000, 0, 0)

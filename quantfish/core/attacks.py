@@ -5,6 +5,7 @@ from quantfish.core.bitops import U0
 from quantfish.core.tables import (OFF_BMAGIC, OFF_BMASK, OFF_BOFF, OFF_BSHIFT, OFF_KING, OFF_KNIGHT, OFF_PAWN,
                            OFF_RMAGIC, OFF_RMASK, OFF_ROFF, OFF_RSHIFT)
 from quantfish.runtime.jit import njit
+from quantfish.core.types import BISHOP, COLOUR_STRIDE, KING, KNIGHT, PAWN, QUEEN, ROOK
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -37,12 +38,12 @@ def pawn_attacks(T, colour, sq):
 @njit(cache=True, nogil=True, inline="always")
 def attackers_by(T, bb, sq, occ, colour):
     """Pieces of ``colour`` attacking ``sq`` given occupancy ``occ`` (``bb`` indexed colour*8+type)."""
-    c = colour * 8
-    att = pawn_attacks(T, 1 - colour, sq) & bb[c + 1]
-    att |= knight_attacks(T, sq) & bb[c + 2]
-    att |= king_attacks(T, sq) & bb[c + 6]
-    att |= bishop_attacks(T, sq, occ) & (bb[c + 3] | bb[c + 5])
-    att |= rook_attacks(T, sq, occ) & (bb[c + 4] | bb[c + 5])
+    c = colour * COLOUR_STRIDE
+    att = pawn_attacks(T, 1 - colour, sq) & bb[c + PAWN]
+    att |= knight_attacks(T, sq) & bb[c + KNIGHT]
+    att |= king_attacks(T, sq) & bb[c + KING]
+    att |= bishop_attacks(T, sq, occ) & (bb[c + BISHOP] | bb[c + QUEEN])
+    att |= rook_attacks(T, sq, occ) & (bb[c + ROOK] | bb[c + QUEEN])
     return att
 
 

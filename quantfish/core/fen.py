@@ -5,7 +5,7 @@ from quantfish.core.attacks import attackers_by
 from quantfish.core.position import (ST_CASTLE, ST_CHESS960, ST_EP, ST_FULLMOVE, ST_KEY, ST_KSQ, ST_ROOKSQ, ST_RULE50,
                              ST_SIDE, ST_SIZE, compute_key)
 from quantfish.core.tables import tables
-from quantfish.core.types import PIECE_LETTERS
+from quantfish.core.placement import format_placement, parse_placement
 
 STARTING_FEN = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1"
 FILES = "abcdefgh"
@@ -62,26 +62,10 @@ def parse_square(text):
 
 
 def _parse_placement(field):
-    ranks = field.split("/")
-    if len(ranks) != 8:
-        raise FenError(f"piece placement has {len(ranks)} ranks, expected 8")
-    board = np.zeros(64, dtype=np.int8)
-    for i, text in enumerate(ranks):
-        rank = 7 - i
-        f = 0
-        for ch in text:
-            if ch in "12345678":
-                f += int(ch)
-            elif ch in "PNBRQKpnbrqk":
-                if f > 7:
-                    break
-                board[rank * 8 + f] = PIECE_LETTERS.index(ch)
-                f += 1
-            else:
-                raise FenError(f"bad character {ch!r} in piece placement")
-        if f != 8:
-            raise FenError(f"rank {rank + 1} ({text!r}) describes {f} squares, expected 8")
-    return board
+    try:
+        return parse_placement(field)
+    except ValueError as exc:
+        raise FenError(str(exc)) from None
 
 
 def _parse_castling(field, board, ksq, chess960):
@@ -232,21 +216,6 @@ def parse_fen(fen, chess960=False):
 
 def format_fen(b, shredder=False):
     board, st = b.board, b.st
-    rows = []
-    for rank in range(7, -1, -1):
-        row, empty = "", 0
-        for f in range(8):
-            pc = int(board[rank * 8 + f])
-            if pc == 0:
-                empty += 1
-            else:
-                if empty:
-                    row += str(empty)
-                    empty = 0
-                row += PIECE_LETTERS[pc]
-        if empty:
-            row += str(empty)
-        rows.append(row)
     rights = int(st[ST_CASTLE])
     castling = ""
     for r, letter in enumerate("KQkq"):
@@ -267,5 +236,5 @@ def format_fen(b, shredder=False):
                     letter = ch.upper() if colour == 0 else ch
             castling += letter
     ep = int(st[ST_EP])
-    return " ".join(["/".join(rows), "wb"[int(st[ST_SIDE])], castling or "-",
+    return " ".join([format_placement(board), "wb"[int(st[ST_SIDE])], castling or "-",
                      square_name(ep) if ep != 64 else "-", str(int(st[ST_RULE50])), str(int(st[ST_FULLMOVE]))])

@@ -8,6 +8,8 @@ from quantfish.core.position import (MOVE_CASTLE, MOVE_EP, ST_CASTLE, ST_EP, ST_
                              castle_targets)
 from quantfish.core.tables import OFF_BETWEEN, OFF_LINE
 from quantfish.runtime.jit import njit
+from quantfish.core.types import BISHOP, BLACK_PIECES, COLOUR_STRIDE, KNIGHT, NO_SQUARE, PAWN, QUEEN, ROOK, WHITE_PIECES, type_of
+from quantfish.core.position import move_from, move_promo, move_to
 
 MAX_MOVES = 256
 
@@ -25,7 +27,7 @@ def line(T, a, b):
 @njit(cache=True, nogil=True)
 def checkers(T, bb, st):
     us = st[ST_SIDE]
-    return attackers_by(T, bb, st[ST_KSQ + us], bb[0] | bb[8], 1 - us)
+    return attackers_by(T, bb, st[ST_KSQ + us], bb[WHITE_PIECES] | bb[BLACK_PIECES], 1 - us)
 
 
 @njit(cache=True, nogil=True)
@@ -37,12 +39,12 @@ def gives_check(T, bb, board, st, m):
     the castling rook) has left its square.
     """
     us = st[ST_SIDE]
-    c = us * 8
+    c = us * COLOUR_STRIDE
     ksq = st[ST_KSQ + 1 - us]
     kb = bit(ksq)
-    frm = m & 63
-    to = (m >> 6) & 63
-    occ = bb[0] | bb[8]
+    frm = move_from(m)
+    to = move_to(m)
+    occ = bb[WHITE_PIECES] | bb[BLACK_PIECES]
     if m & MOVE_CASTLE:
         kto, rto = castle_targets(frm, to)
         occ = (occ ^ bit(frm) ^ bit(to)) | bit(kto) | bit(rto)
@@ -50,24 +52,24 @@ def gives_check(T, bb, board, st, m):
             return True
         moved = bit(frm) | bit(to)
     else:
-        pt = board[frm] & 7
-        promo = (m >> 12) & 7
+        pt = type_of(board[frm])
+        promo = move_promo(m)
         if promo != 0:
             pt = promo
         occ = (occ ^ bit(frm)) | bit(to)
-        if pt == 1:
+        if pt == PAWN:
             if pawn_attacks(T, us, to) & kb:
                 return True
-        elif pt == 2:
+        elif pt == KNIGHT:
             if knight_attacks(T, to) & kb:
                 return True
-        elif pt == 3:
+        elif pt == BISHOP:
             if bishop_attacks(T, to, occ) & kb:
                 return True
-        elif pt == 4:
+        elif pt == ROOK:
             if rook_attacks(T, to, occ) & kb:
                 return True
-        elif pt == 5:
+        elif pt == QUEEN:
             if (bishop_attacks(T, to, occ) | rook_attacks(T, to, occ)) & kb:
                 return True
         moved = bit(frm)
@@ -75,8 +77,8 @@ def gives_check(T, bb, board, st, m):
             occ ^= bit(to - 8 if us == 0 else to + 8)
         elif line(T, ksq, frm) == U0:
             return False  # leaving a square off every line through the king cannot uncover a check
-    diag = (bb[c + 3] | bb[c + 5]) & ~moved
-    straight = (bb[c + 4] | bb[c + 5]) & ~moved
+    diag = (bb[c + BISHOP] | bb[c + QUEEN]) & ~moved
+    straight = (bb[c + ROOK] | bb[c + QUEEN]) & ~moved
     return ((bishop_attacks(T, ksq, occ) & diag) | (rook_attacks(T, ksq, occ) & straight)) != U0
 
 
@@ -87,7 +89,7 @@ def check_info(T, bb, st):
     pieces that are the one piece between that king and one of our sliders, whose leaving uncovers a check."""
     us = st[ST_SIDE]
     ksq = st[ST_KSQ + 1 - us]
-    occ = bb[0] | bb[8]
+    occ = bb[WHITE_PIECES] | bb[BLACK_PIECES]
     uncovering = blockers(T, bb, ksq, us, us)
     return (pawn_attacks(T, 1 - us, ksq), knight_attacks(T, ksq), bishop_attacks(T, ksq, occ),
             rook_attacks(T, ksq, occ), uncovering)
@@ -99,20 +101,20 @@ def gives_check_with(T, bb, board, st, m, info):
     check squares, a discovered one when an uncovering piece leaves the line through the king. Castling, en
     passant and promotions change more than one square and take ``gives_check``. A slider never checks along
     the line it leaves: it would have been checking already."""
-    if m & (MOVE_CASTLE | MOVE_EP) or (m >> 12) & 7:
+    if m & (MOVE_CASTLE | MOVE_EP) or move_promo(m):
         return gives_check(T, bb, board, st, m)
-    frm = m & 63
-    to = (m >> 6) & 63
-    pt = board[frm] & 7
-    if pt == 1:
+    frm = move_from(m)
+    to = move_to(m)
+    pt = type_of(board[frm])
+    if pt == PAWN:
         direct = info[0]
-    elif pt == 2:
+    elif pt == KNIGHT:
         direct = info[1]
-    elif pt == 3:
+    elif pt == BISHOP:
         direct = info[2]
-    elif pt == 4:
+    elif pt == ROOK:
         direct = info[3]
-    elif pt == 5:
+    elif pt == QUEEN:
         direct = info[2] | info[3]
     else:
         direct = U0
@@ -128,17 +130,17 @@ def blockers(T, bb, ksq, sliders, owner):
     """Pieces of colour ``owner`` that stand alone between the king on ``ksq`` and a slider of colour
     ``sliders``: the king's pinned pieces when the sliders are its enemy's and the owner its own side; the
     pieces whose leaving uncovers a check when sliders and owner are both its enemy's."""
-    c = sliders * 8
-    occ = bb[0] | bb[8]
-    snipers = ((bishop_attacks(T, ksq, U0) & (bb[c + 3] | bb[c + 5]))
-               | (rook_attacks(T, ksq, U0) & (bb[c + 4] | bb[c + 5])))
+    c = sliders * COLOUR_STRIDE
+    occ = bb[WHITE_PIECES] | bb[BLACK_PIECES]
+    snipers = ((bishop_attacks(T, ksq, U0) & (bb[c + BISHOP] | bb[c + QUEEN]))
+               | (rook_attacks(T, ksq, U0) & (bb[c + ROOK] | bb[c + QUEEN])))
     found = U0
     while snipers:
         s = lsb(snipers)
         snipers = pop_lsb(snipers)
         inside = between(T, ksq, s) & occ
         if inside != U0 and (inside & (inside - U1)) == U0:
-            found |= inside & bb[owner * 8]
+            found |= inside & bb[owner * COLOUR_STRIDE]
     return found
 
 
@@ -217,8 +219,8 @@ def generate_tactical_with(T, bb, board, st, moves, chk):
 def _generate(T, bb, board, st, moves, quiets, chk):
     us = st[ST_SIDE]
     them = 1 - us
-    own = bb[us * 8]
-    enemy = bb[them * 8]
+    own = bb[us * COLOUR_STRIDE]
+    enemy = bb[them * COLOUR_STRIDE]
     occ = own | enemy
     ksq = st[ST_KSQ + us]
     n = 0
@@ -238,18 +240,18 @@ def _generate(T, bb, board, st, moves, quiets, chk):
     pinned = pinned_pieces(T, bb, ksq, us)
 
     # Knights (a pinned knight never moves).
-    pcs = bb[us * 8 + 2] & ~pinned
+    pcs = bb[us * COLOUR_STRIDE + KNIGHT] & ~pinned
     while pcs:
         s = lsb(pcs)
         pcs = pop_lsb(pcs)
         n = _add_targets(moves, n, s, knight_attacks(T, s) & mask)
     # Diagonal and straight sliders.
-    pcs = bb[us * 8 + 3] | bb[us * 8 + 5]
+    pcs = bb[us * COLOUR_STRIDE + BISHOP] | bb[us * COLOUR_STRIDE + QUEEN]
     while pcs:
         s = lsb(pcs)
         pcs = pop_lsb(pcs)
         n = _add_targets(moves, n, s, _pin_limited(T, s, bishop_attacks(T, s, occ) & mask, pinned, ksq))
-    pcs = bb[us * 8 + 4] | bb[us * 8 + 5]
+    pcs = bb[us * COLOUR_STRIDE + ROOK] | bb[us * COLOUR_STRIDE + QUEEN]
     while pcs:
         s = lsb(pcs)
         pcs = pop_lsb(pcs)
@@ -260,7 +262,7 @@ def _generate(T, bb, board, st, moves, quiets, chk):
     last_rank = 7 if us == 0 else 0
     start_rank = 1 if us == 0 else 6
     ep = st[ST_EP]
-    pcs = bb[us * 8 + 1]
+    pcs = bb[us * COLOUR_STRIDE + PAWN]
     while pcs:
         s = lsb(pcs)
         pcs = pop_lsb(pcs)
@@ -293,7 +295,7 @@ def _generate(T, bb, board, st, moves, quiets, chk):
             else:
                 moves[n] = s | (to << 6)
                 n += 1
-        if ep != 64 and pawn_attacks(T, us, s) & bit(ep):
+        if ep != NO_SQUARE and pawn_attacks(T, us, s) & bit(ep):
             capsq = ep - up
             occ2 = (occ ^ bit(s) ^ bit(capsq)) | bit(ep)
             if attackers_by(T, bb, ksq, occ2, them) & ~bit(capsq) & occ2 == U0:
@@ -355,8 +357,8 @@ def count_legal(T, bb, board, st):
     pawns by shifting the whole set; pinned pawns, king steps, en passant and castling one by one."""
     us = st[ST_SIDE]
     them = 1 - us
-    own = bb[us * 8]
-    enemy = bb[them * 8]
+    own = bb[us * COLOUR_STRIDE]
+    enemy = bb[them * COLOUR_STRIDE]
     occ = own | enemy
     ksq = st[ST_KSQ + us]
     n = 0
@@ -372,22 +374,22 @@ def count_legal(T, bb, board, st):
         mask = ~own
     pinned = pinned_pieces(T, bb, ksq, us)
 
-    pcs = bb[us * 8 + 2] & ~pinned
+    pcs = bb[us * COLOUR_STRIDE + KNIGHT] & ~pinned
     while pcs:
         n += popcount(knight_attacks(T, lsb(pcs)) & mask)
         pcs = pop_lsb(pcs)
-    pcs = bb[us * 8 + 3] | bb[us * 8 + 5]
+    pcs = bb[us * COLOUR_STRIDE + BISHOP] | bb[us * COLOUR_STRIDE + QUEEN]
     while pcs:
         s = lsb(pcs)
         pcs = pop_lsb(pcs)
         n += popcount(_pin_limited(T, s, bishop_attacks(T, s, occ) & mask, pinned, ksq))
-    pcs = bb[us * 8 + 4] | bb[us * 8 + 5]
+    pcs = bb[us * COLOUR_STRIDE + ROOK] | bb[us * COLOUR_STRIDE + QUEEN]
     while pcs:
         s = lsb(pcs)
         pcs = pop_lsb(pcs)
         n += popcount(_pin_limited(T, s, rook_attacks(T, s, occ) & mask, pinned, ksq))
 
-    pawns = bb[us * 8 + 1]
+    pawns = bb[us * COLOUR_STRIDE + PAWN]
     empty = ~occ
     free = pawns & ~pinned
     if us == 0:
@@ -418,7 +420,7 @@ def count_legal(T, bb, board, st):
                 n += popcount(bit(to2) & pmask)
         n += _count_with_promotions(pawn_attacks(T, us, s) & enemy & pmask, last)
     ep = st[ST_EP]
-    if ep != 64:
+    if ep != NO_SQUARE:
         capsq = ep - up
         pcs = pawn_attacks(T, them, ep) & pawns
         while pcs:

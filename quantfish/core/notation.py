@@ -5,6 +5,7 @@ from quantfish.core.fen import square_name
 from quantfish.core.movegen import MAX_MOVES, generate_legal
 from quantfish.core.position import MOVE_CASTLE, castle_targets, make_move
 from quantfish.core.tables import tables
+from quantfish.core.position import move_from, move_promo, move_to
 
 PROMO_LETTERS = "  nbrq"
 
@@ -16,7 +17,7 @@ class IllegalMoveError(ValueError):
 def move_to_uci(m, chess960=False):
     """Castling is king-takes-rook in Chess960 mode, king-to-destination otherwise."""
     m = int(m)
-    frm, to, promo = m & 63, (m >> 6) & 63, (m >> 12) & 7
+    frm, to, promo = move_from(m), move_to(m), move_promo(m)
     if m & MOVE_CASTLE and not chess960:
         to = castle_targets(frm, to)[0]
     text = square_name(frm) + square_name(to)

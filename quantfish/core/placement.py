@@ -1,15 +1,14 @@
-"""The piece-placement field of a FEN, to and from a mailbox, for nnue-level code that must not import the engine.
+"""The piece-placement field of a FEN, to and from a mailbox: the one parser of it.
 
-The engine's ``quantfish.core.fen`` parses and validates whole positions; the training data (``quantfish.data.text``) and the
-quantisation toolkit (``quantfish.quant.positions``) read positions below the engine, so they share this one parser.
-Mailbox squares run A1 = 0 to H8 = 63; piece codes are colour * 8 + type (``quantfish.core.types``), as ``quantfish.nnue.features``
-expects.
+``quantfish.core.fen`` builds whole positions on it; the training data's text (``quantfish.data.text``) and the
+quantisation toolkit (``quantfish.quant.positions``) read boards with it alone, with no compiled code. Mailbox squares
+run A1 = 0 to H8 = 63; piece codes are colour * 8 + type (``quantfish.core.types``).
 """
 from __future__ import annotations
 
 import numpy as np
 
-LETTERS = " PNBRQK  pnbrqk"      # index = piece code
+from quantfish.core.types import PIECE_LETTERS as LETTERS
 
 
 def parse_placement(field: str) -> np.ndarray:

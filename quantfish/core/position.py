@@ -11,10 +11,11 @@ from quantfish.core.bitops import U0, bit
 from quantfish.core.tables import OFF_ZCASTLE, OFF_ZEP, OFF_ZPIECE, OFF_ZSIDE
 from quantfish.core.attacks import pawn_attacks
 from quantfish.runtime.jit import njit
+from quantfish.core.types import COLOUR_STRIDE, KING, NO_SQUARE, PAWN, SQUARE_MASK, TYPE_MASK, file_of, type_of
 
 ST_SIDE = 0
 ST_CASTLE = 1        # rights mask: 1 white king side, 2 white queen side, 4 black king side, 8 black queen side
-ST_EP = 2            # en passant square, 64 if none (set only when a pawn could capture there)
+ST_EP = 2            # en passant square, NO_SQUARE if none (set only when a pawn could capture there)
 ST_RULE50 = 3
 ST_FULLMOVE = 4
 ST_KEY = 5           # Zobrist key, stored as int64 bits
@@ -38,24 +39,29 @@ QUEEN_SIDE_FILE_KING = 2
 QUEEN_SIDE_FILE_ROOK = 3
 
 
+MOVE_TO_SHIFT = 6
+MOVE_PROMO_SHIFT = 12
+
+
 @njit(cache=True, nogil=True, inline="always")
 def move_from(m):
-    return m & 63
+    return m & SQUARE_MASK
 
 
 @njit(cache=True, nogil=True, inline="always")
 def move_to(m):
-    return (m >> 6) & 63
+    return (m >> MOVE_TO_SHIFT) & SQUARE_MASK
 
 
 @njit(cache=True, nogil=True, inline="always")
 def move_promo(m):
-    return (m >> 12) & 7
+    """The promotion piece type, 0 for none."""
+    return (m >> MOVE_PROMO_SHIFT) & TYPE_MASK
 
 
 @njit(cache=True, nogil=True, inline="always")
 def encode_move(frm, to, promo, kind):
-    return frm | (to << 6) | (promo << 12) | kind
+    return frm | (to << MOVE_TO_SHIFT) | (promo << MOVE_PROMO_SHIFT) | kind
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -95,8 +101,8 @@ def compute_key(T, board, st):
     if st[ST_SIDE] == 1:
         key ^= T[OFF_ZSIDE]
     key ^= T[OFF_ZCASTLE + st[ST_CASTLE]]
-    if st[ST_EP] != 64:
-        key ^= T[OFF_ZEP + (st[ST_EP] & 7)]
+    if st[ST_EP] != NO_SQUARE:
+        key ^= T[OFF_ZEP + file_of(st[ST_EP])]
     return key
 
 
@@ -121,12 +127,12 @@ def make_move(T, sbb, sboard, sst, dbb, dboard, dst, m, dirty):
     _copy_position(sbb, sboard, sst, dbb, dboard, dst)
     us = sst[ST_SIDE]
     them = 1 - us
-    frm = m & 63
-    to = (m >> 6) & 63
+    frm = move_from(m)
+    to = move_to(m)
     key = np.uint64(sst[ST_KEY]) ^ T[OFF_ZSIDE] ^ T[OFF_ZCASTLE + sst[ST_CASTLE]]
-    if sst[ST_EP] != 64:
-        key ^= T[OFF_ZEP + (sst[ST_EP] & 7)]
-    dst[ST_EP] = 64
+    if sst[ST_EP] != NO_SQUARE:
+        key ^= T[OFF_ZEP + file_of(sst[ST_EP])]
+    dst[ST_EP] = NO_SQUARE
     dst[ST_RULE50] = sst[ST_RULE50] + 1
     dst[ST_PLY_FROM_NULL] = sst[ST_PLY_FROM_NULL] + 1
     dst[ST_CAPTURED] = 0
@@ -160,18 +166,18 @@ def make_move(T, sbb, sboard, sst, dbb, dboard, dst, m, dirty):
             dst[ST_CAPTURED] = cap
             dirty[0, 0] = cap
             dirty[0, 1] = capsq
-            dirty[0, 2] = 64
+            dirty[0, 2] = NO_SQUARE
             nd = 1
         key = _remove(T, dbb, dboard, pc, frm, key)
-        promo = (m >> 12) & 7
+        promo = move_promo(m)
         if promo != 0:
-            newpc = us * 8 + promo
+            newpc = us * COLOUR_STRIDE + promo
             key = _put(T, dbb, dboard, newpc, to, key)
             dirty[nd, 0] = pc
             dirty[nd, 1] = frm
-            dirty[nd, 2] = 64
+            dirty[nd, 2] = NO_SQUARE
             dirty[nd + 1, 0] = newpc
-            dirty[nd + 1, 1] = 64
+            dirty[nd + 1, 1] = NO_SQUARE
             dirty[nd + 1, 2] = to
             nd += 2
         else:
@@ -180,15 +186,15 @@ def make_move(T, sbb, sboard, sst, dbb, dboard, dst, m, dirty):
             dirty[nd, 1] = frm
             dirty[nd, 2] = to
             nd += 1
-        ptype = pc & 7
-        if ptype == 1:
+        ptype = type_of(pc)
+        if ptype == PAWN:
             dst[ST_RULE50] = 0
             if to - frm == 16 or frm - to == 16:
                 ep = (to + frm) >> 1
-                if pawn_attacks(T, us, ep) & sbb[them * 8 + 1]:
+                if pawn_attacks(T, us, ep) & sbb[them * COLOUR_STRIDE + PAWN]:
                     dst[ST_EP] = ep
-                    key ^= T[OFF_ZEP + (ep & 7)]
-        elif ptype == 6:
+                    key ^= T[OFF_ZEP + file_of(ep)]
+        elif ptype == KING:
             dst[ST_KSQ + us] = to
             rights &= ~(3 << (2 * us))
         if rights != 0:
@@ -210,9 +216,9 @@ def make_move(T, sbb, sboard, sst, dbb, dboard, dst, m, dirty):
 def make_null_move(T, sbb, sboard, sst, dbb, dboard, dst):
     _copy_position(sbb, sboard, sst, dbb, dboard, dst)
     key = np.uint64(sst[ST_KEY]) ^ T[OFF_ZSIDE]
-    if sst[ST_EP] != 64:
-        key ^= T[OFF_ZEP + (sst[ST_EP] & 7)]
-    dst[ST_EP] = 64
+    if sst[ST_EP] != NO_SQUARE:
+        key ^= T[OFF_ZEP + file_of(sst[ST_EP])]
+    dst[ST_EP] = NO_SQUARE
     dst[ST_SIDE] = 1 - sst[ST_SIDE]
     dst[ST_RULE50] = sst[ST_RULE50] + 1
     dst[ST_PLY_FROM_NULL] = 0

@@ -23,7 +23,7 @@ random moves from the first ply, 687 and 838.
 Kept positions: the positions searched (not those where a random move is played), not in check, the best move
 neither a capture nor a promotion (so the static evaluation is a fair target), and no mate score. Game end:
 checkmate, stalemate, the 50-move rule, threefold repetition, insufficient material
-(``quantfish.search.tree.insufficient_material``: no pawns, rooks or queens and at most one minor piece), or
+(``quantfish.search.rules.insufficient_material``: no pawns, rooks or queens and at most one minor piece), or
 ``max_plies`` (adjudicated a draw).
 """
 import numpy as np
@@ -32,10 +32,14 @@ from quantfish.core.bitops import U0
 from quantfish.core.movegen import MAX_MOVES, checkers, generate_legal
 from quantfish.core.position import (MOVE_CASTLE, MOVE_EP, ST_CASTLE, ST_EP, ST_FULLMOVE, ST_KEY, ST_RULE50, ST_SIDE,
                              make_move)
-from quantfish.search.tree import INF, MATE_IN_MAX, insufficient_material, search_root
+from quantfish.nnue.evaluator import new_root
+from quantfish.search.rules import insufficient_material
+from quantfish.search.tree import search_root
+from quantfish.search.values import INF, MATE_IN_MAX
 from quantfish.runtime.jit import njit
 from quantfish.data.codec import RESULT_AT, STM_AT, pack_record
 from quantfish.nnue.units import PAWN_VALUE_NORMALIZE
+from quantfish.core.position import move_to
 
 # Why a game ended (``play_game``'s ``reason``).
 CHECKMATE = 0
@@ -79,7 +83,7 @@ def is_quiet(board, m):
     """Neither a capture nor a promotion (castling is stored as king-takes-own-rook)."""
     if m & (MOVE_EP | (7 << 12)):
         return False
-    return board[(m >> 6) & 63] == 0 or (m & MOVE_CASTLE) != 0
+    return board[move_to(m)] == 0 or (m & MOVE_CASTLE) != 0
 
 
 @njit(cache=True, nogil=True)
@@ -102,8 +106,7 @@ def search_position(T, S, root_index, max_depth, soft_nodes, hard_nodes):
     (0, 0) if none completed. No iteration starts after ``soft_nodes``; ``hard_nodes`` stops one (0: never)."""
     ctl = S.ctl[0]
     ctl.root_index = root_index
-    S.nn[2][:] = 0              # no accumulator is valid for a new root
-    S.small_computed[:] = 0
+    new_root(S)
     S.killers[:] = 0
     ctl.stop = 0
     ctl.nodes = 0

@@ -33,6 +33,8 @@ Two nets (Stockfish 17.1's big and small): ``make_pair_stacks`` gives one stack 
 accumulators are then brought up to date only when that net is evaluated (``evaluate.evaluate_pair``).
 """
 
+from typing import NamedTuple
+
 import numpy as np
 
 # The move record (``dirty`` rows, see above) is stated in quantfish.nnue.architecture, which the C kernel shares too.
@@ -41,18 +43,27 @@ from quantfish.nnue.features import feature_index, king_bucket_offset, orient, p
 from quantfish.runtime.jit import njit
 
 
-def make_stack(l1: int, max_ply: int, psqt_buckets: int = 8):
-    """Allocate (acc, psqt, computed, dirty, ndirty) for a search of up to ``max_ply`` plies."""
-    return (np.zeros((max_ply, 2, l1), np.int16), np.zeros((max_ply, 2, psqt_buckets), np.int32),
-            np.zeros((max_ply, 2), np.uint8), np.zeros((max_ply, MAX_DIRTY, 3), np.int32),
-            np.zeros(max_ply, np.int32))
+class AccumulatorStack(NamedTuple):
+    """One net's accumulators along the search path, a row per ply, and the moves' feature changes."""
+    acc: np.ndarray          # int16[ply, 2, L1]
+    psqt: np.ndarray         # int32[ply, 2, buckets]
+    computed: np.ndarray     # uint8[ply, 2]: the row of that perspective is up to date
+    dirty: np.ndarray        # int32[ply, MAX_DIRTY, 3]: (piece, from, to) of each piece the move to the ply changed
+    ndirty: np.ndarray       # int32[ply]: how many
+
+
+def make_stack(l1: int, max_ply: int, psqt_buckets: int = 8) -> AccumulatorStack:
+    """An ``AccumulatorStack`` for a search of up to ``max_ply`` plies."""
+    return AccumulatorStack(np.zeros((max_ply, 2, l1), np.int16), np.zeros((max_ply, 2, psqt_buckets), np.int32),
+                            np.zeros((max_ply, 2), np.uint8), np.zeros((max_ply, MAX_DIRTY, 3), np.int32),
+                            np.zeros(max_ply, np.int32))
 
 
 def make_pair_stacks(big_l1: int, small_l1: int, max_ply: int, psqt_buckets: int = 8):
-    """(big stack, small stack), each ``(acc, psqt, computed, dirty, ndirty)``, sharing ``dirty``/``ndirty``."""
+    """(big stack, small stack), sharing the moves' feature changes (``dirty``/``ndirty``)."""
     big = make_stack(big_l1, max_ply, psqt_buckets)
     small = make_stack(small_l1, max_ply, psqt_buckets)
-    return big, small[:3] + big[3:]
+    return big, small._replace(dirty=big.dirty, ndirty=big.ndirty)
 
 
 @njit(cache=True, nogil=True)

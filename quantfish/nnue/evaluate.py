@@ -52,6 +52,7 @@ from quantfish.nnue.architecture import GEN_SF15_1, OUTPUT_SCALE
 from quantfish.nnue.layers import bucket_of, forward_all, forward_any, make_scratch
 from quantfish.nnue.intmath import popcount64 as popcount
 from quantfish.nnue.intmath import tdiv, wrap32
+from quantfish.core.types import colour_of, type_of
 from quantfish.runtime.jit import njit
 from quantfish.nnue.net import P_GENERATION, P_SCHEME
 from quantfish.nnue.requant import raw_scheme
@@ -73,7 +74,7 @@ def material(board):
     for sq in range(64):
         pc = board[sq]
         pieces += pc != 0
-        npm += values[pc & 7]
+        npm += values[type_of(pc)]
     return pieces, npm
 
 
@@ -186,10 +187,10 @@ def material_17(board, side):
     npm = 0
     for sq in range(64):
         pc = board[sq]
-        pt = pc & 7
+        pt = type_of(pc)
         v = values[pt]
         pieces += pc != 0
-        simple += v if (pc >> 3) == side else -v
+        simple += v if colour_of(pc) == side else -v
         is_pawn = pt == 1
         pawns += is_pawn
         npm += 0 if is_pawn else v
@@ -336,13 +337,13 @@ class PairReport(NamedTuple):
 @njit(cache=True, nogil=True)
 def _report_pair(big, small, board, bb, side, rule50, optimism, big_nn, small_nn, sb, ss,
                  big_p, big_q, small_p, small_q):
-    refresh_ply(big, big_nn[0], big_nn[1], big_nn[2], 0, board)
-    forward_all(big, big_nn[0], big_nn[1], 0, side, big_p, big_q, sb)
-    refresh_ply(small, small_nn[0], small_nn[1], small_nn[2], 0, board)
-    forward_all(small, small_nn[0], small_nn[1], 0, side, small_p, small_q, ss)
+    refresh_ply(big, big_nn.acc, big_nn.psqt, big_nn.computed, 0, board)
+    forward_all(big, big_nn.acc, big_nn.psqt, 0, side, big_p, big_q, sb)
+    refresh_ply(small, small_nn.acc, small_nn.psqt, small_nn.computed, 0, board)
+    forward_all(small, small_nn.acc, small_nn.psqt, 0, side, small_p, small_q, ss)
     # The final value through the search entry point, from fresh stacks (ply 0 refreshed lazily).
-    big_nn[2][:] = 0
-    small_nn[2][:] = 0
+    big_nn.computed[:] = 0
+    small_nn.computed[:] = 0
     ksq_w = 64
     ksq_b = 64
     for sq in range(64):

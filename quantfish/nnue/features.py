@@ -7,25 +7,29 @@ Piece codes are the mailbox codes of ``quantfish.core.types`` (colour * 8 + type
 """
 
 from quantfish.nnue.architecture import KING_PLANE, PS_NB
+from quantfish.core.types import BLACK, KING, PAWN, SQUARE_NB, colour_of, file_of, rank_of, type_of
 from quantfish.runtime.jit import njit
+
+FLIP_FILES = 7      # square ^ 7: a1 <-> h1
+FLIP_RANKS = 56     # square ^ 56: a1 <-> a8
 
 
 @njit(cache=True, nogil=True)
 def orient(persp, ksq):
     """XOR mask that maps a square into P's view (vertical flip for Black, mirror for a king on a-d)."""
-    mask = 7 if (ksq & 7) < 4 else 0
-    if persp == 1:
-        mask ^= 56
+    mask = FLIP_FILES if file_of(ksq) < 4 else 0
+    if persp == BLACK:
+        mask ^= FLIP_RANKS
     return mask
 
 
 @njit(cache=True, nogil=True)
 def king_bucket_offset(persp, ksq):
     """704 * bucket: bucket 0..31 from the king's rank (own back rank = 28..31) and mirrored file."""
-    r = ksq >> 3
-    if persp == 1:
+    r = rank_of(ksq)
+    if persp == BLACK:
         r = 7 - r
-    f = ksq & 7
+    f = file_of(ksq)
     if f < 4:
         f = 7 - f
     return ((7 - r) * 4 + (7 - f)) * PS_NB
@@ -34,10 +38,10 @@ def king_bucket_offset(persp, ksq):
 @njit(cache=True, nogil=True)
 def piece_plane(persp, piece):
     """Plane offset of a piece code: own/enemy pawn 0/64, knight 128/192, ..., either king 640."""
-    pt = piece & 7
-    if pt == 6:
+    pt = type_of(piece)
+    if pt == KING:
         return KING_PLANE
-    return 128 * (pt - 1) + (0 if (piece >> 3) == persp else 64)
+    return 2 * SQUARE_NB * (pt - PAWN) + (0 if colour_of(piece) == persp else SQUARE_NB)
 
 
 @njit(cache=True, nogil=True)

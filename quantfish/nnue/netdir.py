@@ -19,6 +19,8 @@ unmoved and C-contiguous while the directory is used: ``quantfish.search.driver`
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from quantfish.nnue.kernel.loader import CNET_SPEC
@@ -74,12 +76,22 @@ def directory(arrays, cnet, acc, psqt, cache, scratch) -> np.ndarray:
     return d
 
 
+class NetViews(NamedTuple):
+    """One net's arrays as ``unpack`` gives them back (owner-less views)."""
+    net: tuple          # quantfish.nnue.net.NetArrays
+    cnet: tuple         # quantfish.nnue.kernel.loader.CNet
+    acc: object         # the stack's accumulators, int16[ply, 2, L1]
+    psqt: object        # ... and PSQT sums, int32[ply, 2, buckets]
+    cache: tuple        # the refresh cache
+    scratch: tuple      # (x, nnz, work)
+
+
 @njit(cache=True, nogil=True, inline="always")
 def unpack(d):
-    """(net arrays, cnet, acc, psqt, cache, scratch): views of the arrays listed in directory ``d``."""
+    """``NetViews`` of the arrays listed in directory ``d``."""
     acc, psqt = _stack_views(d, E_ACC)
-    return (_net_views(d, E_NET), _cnet_views(d, E_CNET), acc, psqt, _cache_views(d, E_CACHE),
-            _scratch_views(d, E_SCRATCH))
+    return NetViews(_net_views(d, E_NET), _cnet_views(d, E_CNET), acc, psqt, _cache_views(d, E_CACHE),
+                    _scratch_views(d, E_SCRATCH))
 
 
 def unused() -> np.ndarray:

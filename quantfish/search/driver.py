@@ -15,14 +15,16 @@ from quantfish.runtime import monoclock
 from quantfish.tablebase import load as tbload
 from quantfish.core.movegen import MAX_MOVES, generate_legal
 from quantfish.core.position import ST_KEY
-from quantfish.search.tree import INF, MATE, MATE_IN_MAX, search_root, tt_hashfull
+from quantfish.search.tree import search_root
+from quantfish.search.tt import tt_hashfull
+from quantfish.search.values import INF, MATE, MATE_IN_MAX
 from quantfish.search.threads import Finished, HelperPool, vote
 from quantfish.search.state import HISTORY_KEYS, MAX_PLY, STACK, new_control, new_state
 from quantfish.core.tables import tables
 from quantfish.search.timeman import Progress
 from quantfish.search.wdl import wdl, wdl_of_mate
 from quantfish.nnue.kernel import ceval, loader as ckernel
-from quantfish.nnue import netdir
+from quantfish.nnue import evaluator, netdir
 from quantfish.nnue.layers import make_scratch
 from quantfish.nnue.net import P_GENERATION
 from quantfish.nnue.units import PAWN_VALUE_NORMALIZE
@@ -163,26 +165,31 @@ class Searcher:
         arrays, cnet, stack, scratch, cache = self._net_slots(self.net, use_c)
         # The state holds only directories (addresses) of the nets' arrays: keep the arrays themselves alive here.
         self._net_parts = [(arrays, cnet, stack, scratch, cache)]
-        net_directory = netdir.directory(arrays, cnet, stack[0], stack[1], cache, scratch)
+        net_directory = netdir.directory(arrays, cnet, stack.acc, stack.psqt, cache, scratch)
         # The small net of a pair, an unused directory otherwise; its computed flags have every ply either
         # way (the make-move code clears them unconditionally).
         small_directory = netdir.unused()
         if self.small_net is not None:
             s_arrays, s_cnet, s_stack, s_scratch, s_cache = self._net_slots(self.small_net, use_c, 1)
             self._net_parts.append((s_arrays, s_cnet, s_stack, s_scratch, s_cache))
-            small_directory = netdir.directory(s_arrays, s_cnet, s_stack[0], s_stack[1], s_cache, s_scratch)
-        self.ctl["use_c"] = 1 if use_c else 0
-        self.ctl["pair"] = 1 if self.small_net is not None else 0
-        self.ctl["scheme"] = 1 if getattr(self.net, "scheme", None) is not None else 0
+            small_directory = netdir.directory(s_arrays, s_cnet, s_stack.acc, s_stack.psqt, s_cache, s_scratch)
         self.ctl["clock_id"] = monoclock.CLOCK_ID
         # One net on the C kernel: the whole evaluation is one kernel call (quantfish.nnue.kernel.ceval).
         one_call = use_c and self.small_net is None
-        self.ctl["one_call"] = 1 if one_call else 0
-        self.ctl["generation"] = int(arrays.params[P_GENERATION])
-        qscheme = arrays.qscheme if self.ctl["scheme"][0] else None
+        scheme = getattr(self.net, "scheme", None) is not None
+        mode = evaluator.new_mode(use_c, self.small_net is not None, scheme, one_call, int(arrays.params[P_GENERATION]))
+        qscheme = arrays.qscheme if scheme else None
         cx = ceval.context(cnet, stack, cache, scratch, qscheme) if one_call else np.zeros(ceval.CX_SIZE, np.int64)
         self.S = new_state(self.tt, self.ctl, stack, net_directory, kf, small_directory,
-                           np.zeros((STACK, 2), dtype=np.uint8), monoclock.clock_gettime, cx, self._tb_arrays)
+                           np.zeros((STACK, 2), dtype=np.uint8), monoclock.clock_gettime, cx, self._tb_arrays, mode)
+
+    @property
+    def eval_mode(self) -> dict:
+        """Which evaluation path the search takes: {use_c, pair, scheme, one_call, generation}."""
+        m = self.S.eval_mode
+        return {"use_c": bool(m[evaluator.M_USE_C]), "pair": bool(m[evaluator.M_PAIR]),
+                "scheme": bool(m[evaluator.M_SCHEME]), "one_call": bool(m[evaluator.M_ONE_CALL]),
+                "generation": int(m[evaluator.M_GENERATION])}
 
     @property
     def nodes(self) -> int:
@@ -313,8 +320,7 @@ class Searcher:
             S.keys[:root_index] = np.array(game_keys, dtype=np.uint64)
         S.keys[root_index] = board_key(board)
         ctl["root_index"] = root_index
-        S.nn[2][:] = 0         # no accumulator is valid for a new root
-        S.small_computed[:] = 0
+        evaluator.new_root(S)
         if reset_stop:
             ctl["stop"] = 0
         ctl["nodes"] = 0

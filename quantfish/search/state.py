@@ -10,7 +10,8 @@ of each iteration), so a field costs nothing until it is read. Passed as a tuple
 8 words) into each call, once per node: 30 more arrays cost 14% of the nodes per second, and the pointer made
 the search 14% faster. A net's many arrays are reached through one directory of addresses (``quantfish.nnue.netdir``).
 
-``new_state`` builds the state next to this declaration; ``quantfish.search.driver.Searcher`` owns it and keeps the
+The fields the evaluation reads are ``quantfish.nnue.evaluator.EVALUATOR_FIELDS``: the search hands the whole state
+to ``evaluator.evaluate``. ``new_state`` builds the state next to this declaration; ``quantfish.search.driver.Searcher`` owns it and keeps the
 nets' arrays alive while their directories are in use.
 """
 from __future__ import annotations
@@ -32,7 +33,7 @@ TTE_SIZE = 6                  # a probed TT entry: (move, score, eval, depth, bo
 LMR_SIZE = 64                 # the reduction table is [depth][move number], both capped at 63
 CONT_KEYS = 16 * 64           # continuation-history keys: moved piece (0..15) * 64 + to-square
 # The net's outputs of this many positions (4 MB a thread, on huge pages: its entry is prefetched at every move
-# and read at random), quantfish.search.tree.static_eval.
+# and read at random), quantfish.nnue.evaluator.evaluate.
 EVAL_CACHE_ENTRIES = 1 << 18
 
 # The search's counters and flags, shared with the Python driver (which sets the limits and the stop flag).
@@ -49,15 +50,10 @@ CONTROL = np.dtype([
     ("n_root", np.int64),        # number of allowed root moves in ``root_moves`` (searchmoves, MultiPV)
     ("optimism_w", np.int64),    # optimism of each side, added by the evaluation formulas (0: none)
     ("optimism_b", np.int64),
-    ("use_c", np.int64),         # 1: the C kernel evaluates, 0: the Numba path
-    ("pair", np.int64),          # 1: a Stockfish 17.1 net pair evaluates (big net ``net``, small ``small_net``)
-    ("scheme", np.int64),        # 1: ``net`` is a Quantfish-format net (its scheme's forward pass)
     ("deadline", np.int64),      # stop when the clock (ns, quantfish.runtime.monoclock) passes this; 0 for none
     ("clock_id", np.int64),      # the clock_gettime clock the search reads (quantfish.runtime.monoclock.CLOCK_ID)
     ("best_changes", np.int64),  # times a root move other than the first became best (the driver resets it)
     ("best_nodes", np.int64),    # nodes of the subtree of the root move that last became best
-    ("one_call", np.int64),      # 1: one net on the C kernel, evaluated in one kernel call (S.cx)
-    ("generation", np.int64),    # that net's generation (quantfish.nnue.architecture GEN_*), for the final formula
     ("tb_pieces", np.int64),     # Syzygy: probe positions of at most this many pieces (0: no tables)
     ("tb_depth", np.int64),      # ... and, with exactly that many, at this depth or deeper (SyzygyProbeDepth)
     ("tb_rule50", np.int64),     # 1: a cursed win or blessed loss counts as a draw (Syzygy50MoveRule)
@@ -74,7 +70,7 @@ class SearchState(NamedTuple):
     moves: np.ndarray           # int32[STACK, MAX_MOVES] generated moves
     scores: np.ndarray          # int32[STACK, MAX_MOVES] their ordering scores
     keys: np.ndarray            # uint64[HISTORY_KEYS + STACK] Zobrist keys: game history, then the search path
-    tt: np.ndarray              # int64 transposition table (quantfish.search.tree tt_*), shared between searches
+    tt: np.ndarray              # int64 transposition table (quantfish.search.tt), shared between searches
     pv_len: np.ndarray          # int64[STACK] end of the principal variation of each ply
     pv: np.ndarray              # int32[STACK, STACK] triangular principal-variation table
     killers: np.ndarray         # int32[STACK, 2] two killer moves per ply
@@ -87,7 +83,7 @@ class SearchState(NamedTuple):
     excluded: np.ndarray        # int32[STACK] the move a singular-extension search leaves out at a ply, else 0
     double_ext: np.ndarray      # int32[STACK] double extensions on the path up to and including each ply's move
     ctl: np.ndarray             # CONTROL[1] counters and flags
-    nn: tuple                   # the net's accumulator stack (acc, psqt, computed, dirty, ndirty)
+    nn: tuple                   # the net's accumulator stack (quantfish.nnue.accumulator.AccumulatorStack)
     net: np.ndarray             # quantfish.nnue.netdir directory of the net (or the pair's big net)
     tte: np.ndarray             # int64[STACK, TTE_SIZE] the TT entry probed at each ply
     root_moves: np.ndarray      # int32[MAX_MOVES] root moves allowed (ctl.n_root of them)
@@ -99,12 +95,13 @@ class SearchState(NamedTuple):
     small_net: np.ndarray       # quantfish.nnue.netdir directory of a 17.1 pair's small net, else netdir.unused()
     small_computed: np.ndarray  # uint8[STACK, 2] the small net's computed flags (its moves are ``nn``'s)
     clock: object               # quantfish.runtime.monoclock.clock_gettime, called with (ctl.clock_id, ctl's address)
-    cx: np.ndarray              # int64 evaluation context of ``net`` for the C kernel (quantfish.nnue.kernel.ceval), when ctl.one_call
+    cx: np.ndarray              # int64 evaluation context of ``net`` for the C kernel (quantfish.nnue.kernel.ceval), in the one-call mode
     tb: tuple                   # quantfish.tablebase.probe.TbArrays of the Syzygy tables (shared, read-only), or empty ones
     tb_scratch: tuple           # quantfish.tablebase.probe.TbScratch of this thread's probes
     eval_cache: np.ndarray      # int64[EVAL_CACHE_ENTRIES, 2] (Zobrist key, the one net's (psqt, positional)
                                 # packed); (0, 0) is empty. Cleared with the histories; one net's, so a new
                                 # net gets a new state.
+    eval_mode: np.ndarray       # int64[MODE_SIZE]: which path evaluates (quantfish.nnue.evaluator M_*)
 
 
 def lmr_table() -> np.ndarray:
@@ -120,7 +117,7 @@ def new_control() -> np.ndarray:
     return np.zeros(1, CONTROL)
 
 
-def new_state(tt, ctl, nn, net, kf, small_net, small_computed, clock, cx, tb) -> SearchState:
+def new_state(tt, ctl, nn, net, kf, small_net, small_computed, clock, cx, tb, eval_mode) -> SearchState:
     """A state with fresh per-ply arrays around the given shared parts (see the field comments)."""
     return SearchState(
         bbs=np.zeros((STACK, 16), np.uint64), boards=np.zeros((STACK, 64), np.int8),
@@ -138,4 +135,4 @@ def new_state(tt, ctl, nn, net, kf, small_net, small_computed, clock, cx, tb) ->
         quiets=np.zeros((STACK, 64), np.int32),
         captures=np.zeros((STACK, 32), np.int32), lmr=lmr_table(), kf=kf,
         small_net=small_net, small_computed=small_computed, clock=clock, cx=cx, tb=tb, tb_scratch=new_scratch(),
-        eval_cache=aligned_zeros((EVAL_CACHE_ENTRIES, 2), np.int64, 64))
+        eval_cache=aligned_zeros((EVAL_CACHE_ENTRIES, 2), np.int64, 64), eval_mode=eval_mode)

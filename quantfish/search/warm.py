@@ -37,7 +37,7 @@ def warm_search_leaves(searcher):
     itself when they are not there: a change of those types costs time, not correctness."""
     from quantfish.core.fen import parse_fen
     from quantfish.core.movegen import checkers, generate_legal, generate_legal_with, generate_tactical_with, gives_check
-    from quantfish.search.tree import see_ge
+    from quantfish.search.see import see_ge
     from quantfish.tablebase.probe import probe_wdl
     S, T = searcher.S, searcher.T
     board = parse_fen(WARM_FEN)

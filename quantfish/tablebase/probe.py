@@ -24,6 +24,8 @@ from quantfish.runtime.intrinsics import peek_u8
 from quantfish.core.movegen import generate_legal
 from quantfish.core.position import MOVE_CASTLE, MOVE_EP, ST_EP, ST_SIDE, make_move
 from quantfish.runtime.jit import njit
+from quantfish.core.types import COLOUR_STRIDE, NO_SQUARE, colour_of, file_of, type_of
+from quantfish.core.position import move_to
 
 TB_FAIL = 99
 TB_PIECES = 7               # the most pieces a Syzygy table holds; ``TbScratch`` positions have room for them
@@ -56,7 +58,7 @@ SL_SIZES_COUNT = 12         # entries of the size table, data blocks, symbols an
 SL_BLOCKS = 13
 SL_SYMS = 14
 SL_BASES = 15
-SL_PIECES = 16              # TB_PIECES piece codes (colour * 8 + type) in the table's order
+SL_PIECES = 16              # TB_PIECES piece codes (colour * COLOUR_STRIDE + type) in the table's order
 SL_NORM = SL_PIECES + TB_PIECES       # group sizes
 SL_FACTOR = SL_NORM + TB_PIECES       # group multipliers of the index
 SL_SIZE = SL_FACTOR + TB_PIECES
@@ -109,7 +111,7 @@ def material_code(bb):
     code = 0
     for colour in range(2):
         for t in range(1, 6):
-            code |= popcount(bb[colour * 8 + t]) << (3 * (colour * 5 + t - 1))
+            code |= popcount(bb[colour * COLOUR_STRIDE + t]) << (3 * (colour * 5 + t - 1))
     return code
 
 
@@ -218,7 +220,7 @@ def _decompress(TB, t, s, idx):
 
 @njit(cache=True, nogil=True, inline="always")
 def _offdiag(sq):
-    return (sq >> 3) - (sq & 7)
+    return (sq >> 3) - file_of(sq)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -337,7 +339,7 @@ def _fill(bb, sl, i, n, cmirror, mirror, pos):
     """Puts the squares of the pieces ``sl`` lists from ``i`` on into ``pos``; False if one is missing."""
     while i < n:
         pc = sl[SL_PIECES + i]
-        b = bb[((pc ^ cmirror) >> 3) * 8 + (pc & 7)]
+        b = bb[colour_of(pc ^ cmirror) * COLOUR_STRIDE + type_of(pc)]
         if b == U0:
             return False
         while b != U0 and i < n:
@@ -376,7 +378,7 @@ def probe_table(TB, bb, side, pos):
     # The leading pawns decide the file, which decides the slot and the other pieces' order.
     pawns0 = tf[TF_PAWNS0]
     lead = TB.slots[t, 0, SL_PIECES] ^ cmirror
-    b = bb[(lead >> 3) * 8 + (lead & 7)]
+    b = bb[colour_of(lead) * COLOUR_STRIDE + type_of(lead)]
     i = 0
     while b != U0 and i < pawns0:
         pos[i] = lsb(b) ^ mirror
@@ -415,7 +417,7 @@ def _probe_ab(T, TB, bbs, boards, sts, moves, r0, scratch, alpha, beta):
         while fr[F_NEXT, d] < fr[F_COUNT, d]:
             m = moves[r, fr[F_NEXT, d]]
             fr[F_NEXT, d] += 1
-            if m & (MOVE_EP | MOVE_CASTLE) or board[(m >> 6) & 63] == 0:
+            if m & (MOVE_EP | MOVE_CASTLE) or board[move_to(m)] == 0:
                 continue
             make_move(T, bbs[r], board, sts[r], bbs[r + 1], boards[r + 1], sts[r + 1], m, scratch.dirty)
             d += 1
@@ -453,7 +455,7 @@ def probe_wdl(T, TB, bbs, boards, sts, moves, r, scratch):
     if popcount(bbs[r][0] | bbs[r][8]) > TB_PIECES:
         return TB_FAIL
     v = _probe_ab(T, TB, bbs, boards, sts, moves, r, scratch, -2, 2)
-    if v == TB_FAIL or sts[r][ST_EP] == 64:
+    if v == TB_FAIL or sts[r][ST_EP] == NO_SQUARE:
         return v
     # En passant: the table assumes it away, so a legal one is tried as a move of its own.
     bb, board, st = bbs[r], boards[r], sts[r]

@@ -71,7 +71,7 @@ import numpy as np
 from quantfish.nnue.kernel import files as kernelfiles
 
 from quantfish.runtime import largepages
-from quantfish.nnue.accumulator import MAX_DIRTY, NO_SQ
+from quantfish.nnue.accumulator import MAX_DIRTY, NO_SQ, AccumulatorStack
 from quantfish.nnue.architecture import (
     BIAS_DTYPE, FC0_OUT, FC1_IN_PADDED, FC1_OUT, FC2_IN_PADDED, MAX_FT_SHIFT, WEIGHT_DTYPE, c_defines,
 )
@@ -424,10 +424,10 @@ def make_cnet(net, ft_shift: Optional[int] = None, align_ft: bool = True) -> CNe
 
 def make_cstack(l1: int, max_ply: int, psqt_buckets: int = 8):
     """``accumulator.make_stack`` with 64-byte aligned arrays (every acc[p, P] row starts on a cache line
-    when l1 is a multiple of 32): (acc, psqt, computed, dirty, ndirty)."""
-    return (aligned_zeros((max_ply, 2, l1), np.int16), aligned_zeros((max_ply, 2, psqt_buckets), np.int32),
-            np.zeros((max_ply, 2), np.uint8), np.zeros((max_ply, MAX_DIRTY, 3), np.int32),
-            np.zeros(max_ply, np.int32))
+    when l1 is a multiple of 32)."""
+    return AccumulatorStack(aligned_zeros((max_ply, 2, l1), np.int16),
+                            aligned_zeros((max_ply, 2, psqt_buckets), np.int32), np.zeros((max_ply, 2), np.uint8),
+                            np.zeros((max_ply, MAX_DIRTY, 3), np.int32), np.zeros(max_ply, np.int32))
 
 
 def make_cscratch(l1: int):
