@@ -43,11 +43,11 @@ def test_json_matches_reference(rows, net_args):
     for r in rows:
         res = runner.invoke(eval_command, [r["fen"], "--json", *net_args])
         assert res.exit_code == 0, res.output
-        assert json.loads(res.output) == _expected(r)
+        assert json.loads(res.stdout) == _expected(r)
     for opt, col in (("100", "final_opt_p100"), ("-57", "final_opt_m57")):
         r = rows[3]
         res = runner.invoke(eval_command, [r["fen"], "--json", "--optimism", opt, *net_args])
-        assert json.loads(res.output) == _expected(r, col)
+        assert json.loads(res.stdout) == _expected(r, col)
 
 
 def test_batch_mode_with_a_pair(rows, net_args):

@@ -38,12 +38,12 @@ def test_json_matches_reference(sf_net):
     for r in _rows(12):
         res = runner.invoke(eval_command, [r["fen"], "--json", "--net", sf_net.path])
         assert res.exit_code == 0, res.output
-        assert json.loads(res.output) == _expected(r)
+        assert json.loads(res.stdout) == _expected(r)
 
 
 def test_unquoted_fen_words(sf_net):
     res = CliRunner().invoke(eval_command, ["--json", *"8/8/8/8/8/8/8/K6k w - - 0 1".split()])
-    assert res.exit_code == 0 and json.loads(res.output)["bucket"] == 0
+    assert res.exit_code == 0 and json.loads(res.stdout)["bucket"] == 0
 
 
 def test_batch_with_bad_line(sf_net):

@@ -99,7 +99,7 @@ def test_quant_report_carries_best_move(nnue_net, tmp_path):
     res = CliRunner().invoke(main, ["quant-report", nnue_net.path, "--positions", str(path), "--rounding", "both",
                                     "--best-move", "12", "--json"])
     assert res.exit_code == 0, res.output
-    out = json.loads(res.output)
+    out = json.loads(res.stdout)
     for r in out["results"]:
         bm = r["best_move"]
         assert bm["positions"] == 12 and 0.5 <= bm["agreement"] <= 1.0 and bm["cp_loss"] >= 0.0

@@ -81,7 +81,7 @@ def test_quant_report_bit_widths(nnue_net, tmp_path):
     args = ["quant-report", nnue_net.path, "--positions", str(path), "--best-move", "0", "--bit-widths"]
     res = CliRunner().invoke(main, args + ["--margin", "0.5", "--json"])
     assert res.exit_code == 0, res.output
-    groups = {g["group"]: g for g in json.loads(res.output)["bit_widths"]["groups"]}
+    groups = {g["group"]: g for g in json.loads(res.stdout)["bit_widths"]["groups"]}
     assert set(groups) == {g.name for g in GROUPS}
     # Stockfish's fc_0 weights are int8 on a 1/64 grid: at most 8 bits reproduce them exactly
     assert groups["fc_0 weights"]["bits"] <= 8 and groups["fc_0 weights"]["mae"] == 0.0

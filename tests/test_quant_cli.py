@@ -34,7 +34,7 @@ def test_quant_report_json(nnue_net, positions_file):
     res = CliRunner().invoke(main, ["quant-report", nnue_net.path, "--positions", str(positions_file),
                                     "--scheme", "sf", "--scheme", "range", "--rounding", "both", "--json"])
     assert res.exit_code == 0, res.output
-    out = json.loads(res.output)
+    out = json.loads(res.stdout)
     assert out["positions"] == 120 and "first 40" in out["calibration"]
     got = {(r["scheme"], r["rounding"]): r for r in out["results"]}
     assert set(got) == {("sf", "floor"), ("sf", "nearest"), ("range", "floor"), ("range", "nearest")}

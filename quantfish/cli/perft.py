@@ -2,6 +2,8 @@
 import sys
 import time
 
+from quantfish.runtime.progress import progress_bar
+
 import numpy as np
 
 from quantfish.core.epd import read_perft_suite
@@ -45,23 +47,27 @@ def run_suite(path, max_depth=0, max_nodes=None):
     passed = checked = 0
     nodes = 0
     start = time.perf_counter()
-    for fen, expected in rows:
+    wanted = [(fen, [(d, c) for d, c in expected
+                     if not (max_depth and d > max_depth) and not (max_nodes is not None and c > max_nodes)])
+              for fen, expected in rows]
+    bar = progress_bar(sum(c for _, counts in wanted for _, c in counts), "perft", "nodes")
+    for fen, expected in wanted:
         try:
             board = parse_fen(fen, chess960=True)
         except ValueError as exc:
             checked += 1
-            print(f"error: {fen}: {exc}")
+            bar.write(f"error: {fen}: {exc}", file=sys.stdout)
             continue
         for depth, count in expected:
-            if (max_depth and depth > max_depth) or (max_nodes is not None and count > max_nodes):
-                continue
             checked += 1
             got = int(perft(T, board.bb, board.board, board.st, depth))
             nodes += got
+            bar.update(count)
             if got == count:
                 passed += 1
             else:
-                print(f"mismatch: {fen} depth {depth}: expected {count}, got {got}")
+                bar.write(f"mismatch: {fen} depth {depth}: expected {count}, got {got}", file=sys.stdout)
+    bar.close()
     elapsed = time.perf_counter() - start
     print(f"passed {passed} of {checked}")
     print(f"time {elapsed:.3f} s, {_rate(nodes, elapsed)} nodes/second", file=sys.stderr)

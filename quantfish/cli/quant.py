@@ -106,7 +106,7 @@ def quant_report_command(source, positions_file, scheme_names, rounding, resolut
         stats = calibrate.collect(fnet, cal) if cal is not None else None
         kids = bestmove.children(evaluate.take(slice(0, best_move))) if best_move else None
         results = report.run(fnet, evaluate, names, roundings, resolutions, stats, layers=layers or as_json,
-                             kids=kids, plot_dir=plot_dir)
+                             kids=kids, plot_dir=plot_dir, progress=True)
         widths = bitwidth.search(fnet, evaluate, margin) if bit_widths else None
     except _errors() as exc:
         raise click.ClickException(str(exc)) from None

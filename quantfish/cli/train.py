@@ -95,7 +95,7 @@ def train_command(data_paths, source, out_dir, l1, epochs, batch_size, lr, lr_ga
         config = TrainConfig(l1=l1, epochs=epochs, batch_size=batch_size, lr=lr, lr_gamma=lr_gamma,
                              optimizer=optimizer, lambda_=lambda_, val_fraction=val_fraction,
                              fake_quant_epochs=fake_quant_epochs, seed=seed, out_dir=out_dir,
-                             log=lambda s: click.echo(s, err=True))
+                             log=lambda s: click.echo(s, err=True), progress=True)
         size = f", {len(data):,} positions" if hasattr(data, "__len__") else ""
         click.echo(f"training L1={l1} on {pick_device()}{size}", err=True)
         train(data, config, resume=resume)

@@ -26,6 +26,7 @@ from quantfish.data.openings import Openings
 from quantfish.datagen.selfplay import REASONS
 from quantfish.datagen.config import GenConfig
 from quantfish.datagen.shard import Game, ShardPlayer
+from quantfish.runtime.progress import progress_bar
 from quantfish.data.records import RECORD_SIZE, count_records, write_all
 
 
@@ -71,32 +72,19 @@ class Summary:
 
 
 class Progress:
-    """A status line on ``stream`` at most once per ``interval`` seconds: done, rate, ETA."""
+    """The job's progress bar (``quantfish.runtime.progress``): positions written, games, rate, time left."""
 
-    def __init__(self, total: int, stream: Optional[TextIO] = sys.stderr, interval: float = 1.0):
-        self.total = total
-        self.stream = stream
-        self.interval = interval
+    def __init__(self, total: int, stream: Optional[TextIO] = sys.stderr):
         self.start = time.perf_counter()
-        self.last = self.start
-        self.tty = bool(stream is not None and hasattr(stream, "isatty") and stream.isatty())
+        self.bar = progress_bar(total, "gendata", "pos", stream=stream, enabled=stream is not None)
 
-    def update(self, summary: Summary, force: bool = False) -> None:
-        now = time.perf_counter()
-        summary.seconds = now - self.start
-        if self.stream is None or (not force and now - self.last < self.interval):
-            return
-        self.last = now
-        rate = summary.rate
-        eta = (self.total - summary.positions) / rate if rate > 0 else 0.0
-        line = (f"gendata: {summary.positions:,}/{self.total:,} positions  {rate:,.0f} pos/s  "
-                f"ETA {int(eta) // 3600}:{int(eta) // 60 % 60:02d}:{int(eta) % 60:02d}  games {summary.games:,}")
-        self.stream.write(("\r" + line) if self.tty else (line + "\n"))
-        self.stream.flush()
+    def update(self, summary: Summary) -> None:
+        summary.seconds = time.perf_counter() - self.start
+        self.bar.set_postfix_str(f"games {summary.games:,}", refresh=False)
+        self.bar.update(summary.positions - self.bar.n)
 
     def close(self) -> None:
-        if self.tty and self.stream is not None:
-            self.stream.write("\n")
+        self.bar.close()
 
 
 class _Interrupts:
@@ -204,7 +192,7 @@ def generate(out_path, positions: int, seed: int = 0, workers: int = 1, config: 
             _run_workers(write, positions, seed, workers, config, openings, net, interrupts, bar, summary)
         summary.interrupted = interrupts.count > 0
     summary.cpu_seconds = _cpu_seconds() - cpu_start
-    bar.update(summary, force=True)
+    bar.update(summary)
     bar.close()
     return summary
 

@@ -235,26 +235,30 @@ def child_values(fnet: FloatNet, qnets: list, kids: Children, chunk: int = 2048)
 
 
 def run(fnet: FloatNet, positions, names, roundings=None, resolutions=(127,), stats=None,
-        layers: bool = False, kids: Children | None = None, plot_dir=None) -> list:
+        layers: bool = False, kids: Children | None = None, plot_dir=None, progress: bool = False) -> list:
     """A ``Report`` (or ``Failure``) per scheme x rounding x resolution, all on ``positions``.
 
     ``roundings`` None uses each scheme's default. The float pass runs once; the FT sums once per FT scale
     (schemes that share the FT scale share its integers). ``kids`` (``bestmove.children`` of some of the
     positions) adds the one-ply best-move agreement to each report. ``plot_dir`` (an existing folder) gets
-    ``quantfish.quant.plots``'s figures.
+    ``quantfish.quant.plots``'s figures. ``progress`` shows a bar over the schemes on stderr.
     """
     from quantfish.quant import schemes
+    from quantfish.runtime.progress import progress_bar
     from quantfish.quant.build import QuantError
     from quantfish.quant.simulator import accumulate
 
+    plan = [(name, rounding, res) for name in names for rounding in (roundings or (schemes.default_rounding(name),))
+            for res in resolutions]
+    bar = progress_bar(2 * len(plan), "quant-report", "step", enabled=progress)
     built = []
-    for name in names:
-        for rounding in (roundings or (schemes.default_rounding(name),)):
-            for res in resolutions:
-                try:
-                    built.append(schemes.make(name, fnet, stats, rounding, res))
-                except QuantError as exc:
-                    built.append(Failure(name, rounding, res, str(exc)))
+    for name, rounding, res in plan:
+        bar.set_postfix_str(f"quantising {name}")
+        try:
+            built.append(schemes.make(name, fnet, stats, rounding, res))
+        except QuantError as exc:
+            built.append(Failure(name, rounding, res, str(exc)))
+        bar.update()
     qnets = [q for q in built if not isinstance(q, Failure)]
     moves = {}
     if kids is not None:
@@ -264,9 +268,11 @@ def run(fnet: FloatNet, positions, names, roundings=None, resolutions=(127,), st
     cache = {}
     out = []
     for qnet in built:
+        bar.update()
         if isinstance(qnet, Failure):
             out.append(qnet)
             continue
+        bar.set_postfix_str(f"measuring {qnet.scheme.name}")
         key = qnet.scheme.ft_scale
         if key not in cache:
             cache[key] = accumulate(qnet, positions)
@@ -276,6 +282,7 @@ def run(fnet: FloatNet, positions, names, roundings=None, resolutions=(127,), st
             from quantfish.quant import plots
             plots.scheme_figure(rep, qnet.scheme, ft, it, Path(plot_dir) / plots.file_name(rep), CP_PER_UNIT)
         out.append(rep)
+    bar.close()
     if plot_dir is not None:
         from quantfish.quant import plots
         plots.summary_figure(out, Path(plot_dir) / "summary.png")

@@ -17,6 +17,8 @@ from typing import Callable, NamedTuple
 import numpy as np
 import torch
 
+from quantfish.runtime.progress import progress_bar
+
 from quantfish.train import loss as loss_mod
 from quantfish.train.checkpoint import check_arch, load_checkpoint, restore_model, save_checkpoint
 from quantfish.train.data import DataError, TrainingArrays, as_source
@@ -45,10 +47,12 @@ class TrainConfig:
     out_dir: str | None = None           # checkpoints epoch-NNNN.pt and last.pt; none when None
     device: str | None = None            # None: "cuda" if available, else "cpu"
     log: Callable[[str], None] | None = field(default=print, repr=False)
+    progress: bool = field(default=False, repr=False)    # a bar over each epoch's positions on stderr
 
     def record(self) -> dict:
         d = asdict(self)
         d.pop("log")
+        d.pop("progress")
         return d
 
 
@@ -150,6 +154,8 @@ def train(data, config: TrainConfig, resume=None, val_data=None) -> TrainResult:
         model.train()
         lr = optimizer.param_groups[0]["lr"]
         total, count, t0 = 0.0, 0, time.perf_counter()
+        bar = progress_bar(len(train_src) if hasattr(train_src, "__len__") else None,
+                           f"epoch {epoch}/{config.epochs}", "pos", enabled=config.progress, leave=False)
         for batch in train_src.batches(config.batch_size, True, config.seed * 100003 + epoch):
             optimizer.zero_grad(set_to_none=True)
             loss = _batch_loss(model, batch, config, device)
@@ -159,6 +165,8 @@ def train(data, config: TrainConfig, resume=None, val_data=None) -> TrainResult:
             n = len(batch.stm)
             total += float(loss.detach()) * n
             count += n
+            bar.update(n)
+        bar.close()
         elapsed = time.perf_counter() - t0
         if count == 0:
             raise DataError("the training data yielded no positions")
