@@ -1,4 +1,4 @@
-"""Reading the layer dumps in ../shared/data/nnue (sf15.1_layers.txt, sf17.1_layers.txt)."""
+"""Reading the layer dumps in tests/data/nnue (sf15.1_layers.txt, sf17.1_layers.txt)."""
 
 
 def parse_layers_line(parts):

@@ -22,6 +22,7 @@ import random
 import statistics
 import sys
 import time
+from pathlib import Path
 
 import chess
 import numpy as np
@@ -35,7 +36,7 @@ from quantfish.nnue.io import load_net
 from quantfish.nnue.loader import resolve_main_path
 from quantfish.nnue.pychess import dirty_pieces, mailbox, set_dirty, side_to_move
 
-TSV = "/work/shared/data/nnue/sf15.1_reference.tsv"
+TSV = Path(__file__).resolve().parent.parent / "tests" / "data" / "nnue" / "sf15.1_reference.tsv"
 STACK = ckernel.make_cstack     # accumulator stacks for every path (--numpy-stacks: accumulator.make_stack)
 
 

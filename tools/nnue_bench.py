@@ -43,7 +43,7 @@ from quantfish.nnue.io import load_net
 from quantfish.nnue.loader import resolve_main_path
 from quantfish.nnue.pychess import dirty_pieces, mailbox, set_dirty, side_to_move
 
-OPENINGS = "/work/shared/data/openings/8moves_v3.epd"
+from quantfish.data.openings import DEFAULT_BOOK as OPENINGS  # noqa: E402
 
 
 @njit(cache=True, nogil=True)
