@@ -116,34 +116,290 @@ QF_INLINE int64_t forward_skip(int32_t fc0_15)
 }
 
 /* ------------------------------------------------------------------------------------------------------ */
-/* Accumulator: dst = src - sum(w[rem]) + sum(w[add]); dst2 (optional) gets the same values.              */
-/* src may alias dst or dst2: each tile is fully loaded before it is stored.                             */
+/* Vector helpers: each operation defined once per register width (vec_t is __m512i in the AVX-512         */
+/* variants, __m256i in the AVX2 one), so that every SIMD routine below is written once for both. Lanes:    */
+/* VEC_I16 / VEC_I32 / VEC_I64 of 16, 32, 64 bits; vmask_t holds a bit per 32-bit lane.                    */
 /* ------------------------------------------------------------------------------------------------------ */
+
+#if defined(QF_USE_AVX512) || defined(QF_USE_AVX2)
+#  define QF_SIMD 1
+#endif
 
 #if defined(QF_USE_AVX512)
 typedef __m512i vec_t;
-#  define VW 32
-#  define TILE_REGS 16
-#  define vload(p) _mm512_loadu_si512((const void *)(p))
-#  define vstore(p, v) _mm512_storeu_si512((void *)(p), (v))
-#  define vadd16 _mm512_add_epi16
-#  define vsub16 _mm512_sub_epi16
+typedef unsigned vmask_t;
+#  define VEC_BYTES 64
+#  define VMASK_ALL 0xFFFFu
+#  define TILE_REGS 16     /* accumulator registers of a tile: half of the 32 zmm */
+
+QF_INLINE vec_t vec_load(const void *p) { return _mm512_loadu_si512(p); }
+QF_INLINE void vec_store(void *p, vec_t v) { _mm512_storeu_si512(p, v); }
+QF_INLINE vec_t vec_zero(void) { return _mm512_setzero_si512(); }
+QF_INLINE vec_t vec_set1_8(int8_t c) { return _mm512_set1_epi8((char)c); }
+QF_INLINE vec_t vec_set1_16(int16_t c) { return _mm512_set1_epi16(c); }
+QF_INLINE vec_t vec_set1_32(int32_t c) { return _mm512_set1_epi32(c); }
+QF_INLINE vec_t vec_set1_64(int64_t c) { return _mm512_set1_epi64(c); }
+QF_INLINE vec_t vec_and(vec_t a, vec_t b) { return _mm512_and_si512(a, b); }
+QF_INLINE vec_t vec_or(vec_t a, vec_t b) { return _mm512_or_si512(a, b); }
+
+QF_INLINE vec_t vec_add16(vec_t a, vec_t b) { return _mm512_add_epi16(a, b); }
+QF_INLINE vec_t vec_sub16(vec_t a, vec_t b) { return _mm512_sub_epi16(a, b); }
+QF_INLINE vec_t vec_min16(vec_t a, vec_t b) { return _mm512_min_epi16(a, b); }
+QF_INLINE vec_t vec_max16(vec_t a, vec_t b) { return _mm512_max_epi16(a, b); }
+QF_INLINE vec_t vec_mullo16(vec_t a, vec_t b) { return _mm512_mullo_epi16(a, b); }
+QF_INLINE vec_t vec_mulhi_u16(vec_t a, vec_t b) { return _mm512_mulhi_epu16(a, b); }
+QF_INLINE vec_t vec_avg_u16(vec_t a, vec_t b) { return _mm512_avg_epu16(a, b); }
+QF_INLINE vec_t vec_sll16(vec_t a, __m128i n) { return _mm512_sll_epi16(a, n); }
+QF_INLINE vec_t vec_srl16(vec_t a, __m128i n) { return _mm512_srl_epi16(a, n); }
+#  define vec_srli16(a, n) _mm512_srli_epi16((a), (n))
+
+QF_INLINE vec_t vec_add32(vec_t a, vec_t b) { return _mm512_add_epi32(a, b); }
+QF_INLINE vec_t vec_sub32(vec_t a, vec_t b) { return _mm512_sub_epi32(a, b); }
+QF_INLINE vec_t vec_min32(vec_t a, vec_t b) { return _mm512_min_epi32(a, b); }
+QF_INLINE vec_t vec_max32(vec_t a, vec_t b) { return _mm512_max_epi32(a, b); }
+QF_INLINE vec_t vec_abs32(vec_t a) { return _mm512_abs_epi32(a); }
+QF_INLINE vec_t vec_mullo32(vec_t a, vec_t b) { return _mm512_mullo_epi32(a, b); }
+QF_INLINE vec_t vec_srl32(vec_t a, __m128i n) { return _mm512_srl_epi32(a, n); }
+QF_INLINE vec_t vec_sra32(vec_t a, __m128i n) { return _mm512_sra_epi32(a, n); }
+#  define vec_srli32(a, n) _mm512_srli_epi32((a), (n))
+#  define vec_srai32(a, n) _mm512_srai_epi32((a), (n))
+
+QF_INLINE vec_t vec_add64(vec_t a, vec_t b) { return _mm512_add_epi64(a, b); }
+QF_INLINE vec_t vec_mul_u32(vec_t a, vec_t b) { return _mm512_mul_epu32(a, b); }   /* even 32-bit lanes -> 64 */
+QF_INLINE vec_t vec_srl64(vec_t a, __m128i n) { return _mm512_srl_epi64(a, n); }
+#  define vec_srli64(a, n) _mm512_srli_epi64((a), (n))
+#  define vec_slli64(a, n) _mm512_slli_epi64((a), (n))
+/* min of 64-bit lanes that hold values in 0..2^63-1 */
+QF_INLINE vec_t vec_min64(vec_t a, vec_t b) { return _mm512_min_epu64(a, b); }
+
+QF_INLINE vec_t vec_min_u8(vec_t a, vec_t b) { return _mm512_min_epu8(a, b); }
+QF_INLINE vec_t vec_madd16(vec_t a, vec_t b) { return _mm512_madd_epi16(a, b); }
+QF_INLINE vec_t vec_maddubs(vec_t u8, vec_t i8) { return _mm512_maddubs_epi16(u8, i8); }
+QF_INLINE vec_t vec_unpacklo16(vec_t a, vec_t b) { return _mm512_unpacklo_epi16(a, b); }
+QF_INLINE vec_t vec_unpackhi16(vec_t a, vec_t b) { return _mm512_unpackhi_epi16(a, b); }
+/* within each 128-bit lane, as the instruction: callers pack unpacklo/unpackhi pairs, which keeps the order */
+QF_INLINE vec_t vec_packus32(vec_t a, vec_t b) { return _mm512_packus_epi32(a, b); }
+
+/* int16 -> uint8 (saturating), the bytes of a then those of b: packus interleaves the 128-bit lanes of a and
+   b, the qword permutation restores their order. */
+QF_INLINE vec_t vec_packus16_ordered(vec_t a, vec_t b)
+{
+    return _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 2, 4, 6, 1, 3, 5, 7), _mm512_packus_epi16(a, b));
+}
+
+/* a[i] == b[i] ? t[i] : f[i] in 16-bit lanes */
+QF_INLINE vec_t vec_sel_eq16(vec_t a, vec_t b, vec_t t, vec_t f)
+{
+    return _mm512_mask_mov_epi16(f, _mm512_cmpeq_epi16_mask(a, b), t);
+}
+
+/* the even 32-bit lanes of e with the odd ones of o */
+QF_INLINE vec_t vec_blend_odd32(vec_t e, vec_t o) { return _mm512_mask_blend_epi32((__mmask16)0xAAAA, e, o); }
+
+/* VEC_I32 int64 values known to fit int32, as int32 lanes */
+QF_INLINE vec_t vec_narrow64(const int64_t *p)
+{
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtepi64_epi32(_mm512_loadu_si512(p))),
+                              _mm512_cvtepi64_epi32(_mm512_loadu_si512(p + 8)), 1);
+}
+
+/* VEC_I32 int8 values, sign-extended to int32 lanes */
+QF_INLINE vec_t vec_load_i8_i32(const int8_t *p) { return _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)p)); }
+
+QF_INLINE int32_t vec_hsum32(vec_t v) { return _mm512_reduce_add_epi32(v); }
+
+/* bit i: 32-bit lane i of v is not zero; of v & m is not zero */
+QF_INLINE vmask_t vec_nonzero32(vec_t v) { return _mm512_test_epi32_mask(v, v); }
+QF_INLINE vmask_t vec_test32(vec_t v, vec_t m) { return _mm512_test_epi32_mask(v, m); }
+
+/* out[0..k) = base + i for the k set bits i of m, increasing (a whole vector is stored); returns k. */
+QF_INLINE int64_t vec_write_indices(vmask_t m, int32_t base, int32_t *out)
+{
+    const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    _mm512_storeu_si512(out, _mm512_maskz_compress_epi32((__mmask16)m, _mm512_add_epi32(_mm512_set1_epi32(base), iota)));
+    return __builtin_popcount(m);
+}
+
+/* The VEC_I32 bits of a bitmap (bit g % 8 of byte g / 8) from byte i on (i even). */
+QF_INLINE vmask_t vec_map_bits(const uint8_t *map, int64_t i) { return map[i] | (vmask_t)map[i + 1] << 8; }
+
+/* Sixteen int32 lanes of a and sixteen of b (FC0_REGS registers each, every value in 0..255) as 16 bytes each. */
+QF_INLINE void vec_bytes16x2(const vec_t *a, const vec_t *b, __m128i *ab, __m128i *bb)
+{
+    *ab = _mm512_cvtepi32_epi8(a[0]);
+    *bb = _mm512_cvtepi32_epi8(b[0]);
+}
+
+#  if defined(QF_USE_VNNI)
+/* acc + the sums of four u8 * i8 products per 32-bit lane (vpdpbusd: exact for any byte) */
+QF_INLINE vec_t vec_dot4(vec_t acc, vec_t x, vec_t w) { return _mm512_dpbusd_epi32(acc, x, w); }
+#  endif
+
 #elif defined(QF_USE_AVX2)
 typedef __m256i vec_t;
-#  define VW 16
-#  define TILE_REGS 8
-#  define vload(p) _mm256_loadu_si256((const __m256i *)(p))
-#  define vstore(p, v) _mm256_storeu_si256((__m256i *)(p), (v))
-#  define vadd16 _mm256_add_epi16
-#  define vsub16 _mm256_sub_epi16
+typedef unsigned vmask_t;
+#  define VEC_BYTES 32
+#  define VMASK_ALL 0xFFu
+#  define TILE_REGS 8      /* accumulator registers of a tile: half of the 16 ymm */
+
+QF_INLINE vec_t vec_load(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
+QF_INLINE void vec_store(void *p, vec_t v) { _mm256_storeu_si256((__m256i *)p, v); }
+QF_INLINE vec_t vec_zero(void) { return _mm256_setzero_si256(); }
+QF_INLINE vec_t vec_set1_8(int8_t c) { return _mm256_set1_epi8((char)c); }
+QF_INLINE vec_t vec_set1_16(int16_t c) { return _mm256_set1_epi16(c); }
+QF_INLINE vec_t vec_set1_32(int32_t c) { return _mm256_set1_epi32(c); }
+QF_INLINE vec_t vec_set1_64(int64_t c) { return _mm256_set1_epi64x(c); }
+QF_INLINE vec_t vec_and(vec_t a, vec_t b) { return _mm256_and_si256(a, b); }
+QF_INLINE vec_t vec_or(vec_t a, vec_t b) { return _mm256_or_si256(a, b); }
+
+QF_INLINE vec_t vec_add16(vec_t a, vec_t b) { return _mm256_add_epi16(a, b); }
+QF_INLINE vec_t vec_sub16(vec_t a, vec_t b) { return _mm256_sub_epi16(a, b); }
+QF_INLINE vec_t vec_min16(vec_t a, vec_t b) { return _mm256_min_epi16(a, b); }
+QF_INLINE vec_t vec_max16(vec_t a, vec_t b) { return _mm256_max_epi16(a, b); }
+QF_INLINE vec_t vec_mullo16(vec_t a, vec_t b) { return _mm256_mullo_epi16(a, b); }
+QF_INLINE vec_t vec_mulhi_u16(vec_t a, vec_t b) { return _mm256_mulhi_epu16(a, b); }
+QF_INLINE vec_t vec_avg_u16(vec_t a, vec_t b) { return _mm256_avg_epu16(a, b); }
+QF_INLINE vec_t vec_sll16(vec_t a, __m128i n) { return _mm256_sll_epi16(a, n); }
+QF_INLINE vec_t vec_srl16(vec_t a, __m128i n) { return _mm256_srl_epi16(a, n); }
+#  define vec_srli16(a, n) _mm256_srli_epi16((a), (n))
+
+QF_INLINE vec_t vec_add32(vec_t a, vec_t b) { return _mm256_add_epi32(a, b); }
+QF_INLINE vec_t vec_sub32(vec_t a, vec_t b) { return _mm256_sub_epi32(a, b); }
+QF_INLINE vec_t vec_min32(vec_t a, vec_t b) { return _mm256_min_epi32(a, b); }
+QF_INLINE vec_t vec_max32(vec_t a, vec_t b) { return _mm256_max_epi32(a, b); }
+QF_INLINE vec_t vec_abs32(vec_t a) { return _mm256_abs_epi32(a); }
+QF_INLINE vec_t vec_mullo32(vec_t a, vec_t b) { return _mm256_mullo_epi32(a, b); }
+QF_INLINE vec_t vec_srl32(vec_t a, __m128i n) { return _mm256_srl_epi32(a, n); }
+QF_INLINE vec_t vec_sra32(vec_t a, __m128i n) { return _mm256_sra_epi32(a, n); }
+#  define vec_srli32(a, n) _mm256_srli_epi32((a), (n))
+#  define vec_srai32(a, n) _mm256_srai_epi32((a), (n))
+
+QF_INLINE vec_t vec_add64(vec_t a, vec_t b) { return _mm256_add_epi64(a, b); }
+QF_INLINE vec_t vec_mul_u32(vec_t a, vec_t b) { return _mm256_mul_epu32(a, b); }
+QF_INLINE vec_t vec_srl64(vec_t a, __m128i n) { return _mm256_srl_epi64(a, n); }
+#  define vec_srli64(a, n) _mm256_srli_epi64((a), (n))
+#  define vec_slli64(a, n) _mm256_slli_epi64((a), (n))
+/* no unsigned 64-bit min in AVX2: for values below 2^63 the signed compare orders them */
+QF_INLINE vec_t vec_min64(vec_t a, vec_t b) { return _mm256_blendv_epi8(a, b, _mm256_cmpgt_epi64(a, b)); }
+
+QF_INLINE vec_t vec_min_u8(vec_t a, vec_t b) { return _mm256_min_epu8(a, b); }
+QF_INLINE vec_t vec_madd16(vec_t a, vec_t b) { return _mm256_madd_epi16(a, b); }
+QF_INLINE vec_t vec_maddubs(vec_t u8, vec_t i8) { return _mm256_maddubs_epi16(u8, i8); }
+QF_INLINE vec_t vec_unpacklo16(vec_t a, vec_t b) { return _mm256_unpacklo_epi16(a, b); }
+QF_INLINE vec_t vec_unpackhi16(vec_t a, vec_t b) { return _mm256_unpackhi_epi16(a, b); }
+QF_INLINE vec_t vec_packus32(vec_t a, vec_t b) { return _mm256_packus_epi32(a, b); }
+
+QF_INLINE vec_t vec_packus16_ordered(vec_t a, vec_t b)
+{
+    return _mm256_permute4x64_epi64(_mm256_packus_epi16(a, b), 0xD8);
+}
+
+QF_INLINE vec_t vec_sel_eq16(vec_t a, vec_t b, vec_t t, vec_t f)
+{
+    return _mm256_blendv_epi8(f, t, _mm256_cmpeq_epi16(a, b));
+}
+
+QF_INLINE vec_t vec_blend_odd32(vec_t e, vec_t o) { return _mm256_blend_epi32(e, o, 0xAA); }
+
+QF_INLINE vec_t vec_narrow64(const int64_t *p)
+{
+    const __m256i idx = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
+    const __m256i a = _mm256_permutevar8x32_epi32(_mm256_loadu_si256((const __m256i *)p), idx);
+    const __m256i b = _mm256_permutevar8x32_epi32(_mm256_loadu_si256((const __m256i *)(p + 4)), idx);
+    return _mm256_permute2x128_si256(a, b, 0x20);
+}
+
+QF_INLINE vec_t vec_load_i8_i32(const int8_t *p) { return _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)p)); }
+
+QF_INLINE int32_t vec_hsum32(vec_t v)
+{
+    __m128i r = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    r = _mm_add_epi32(r, _mm_shuffle_epi32(r, 0x4E));
+    r = _mm_add_epi32(r, _mm_shuffle_epi32(r, 0xB1));
+    return _mm_cvtsi128_si32(r);
+}
+
+QF_INLINE vmask_t vec_nonzero32(vec_t v)
+{
+    const unsigned zero = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(v, _mm256_setzero_si256())));
+    return ~zero & VMASK_ALL;
+}
+QF_INLINE vmask_t vec_test32(vec_t v, vec_t m) { return vec_nonzero32(_mm256_and_si256(v, m)); }
+
+/* nnz_lut[m] = positions of the set bits of m (8-bit mask), in increasing order: AVX2 has no compress. */
+static uint8_t nnz_lut[256][8];
+__attribute__((constructor)) static void init_nnz_lut(void)
+{
+    for (int m = 0; m < 256; m++) {
+        int n = 0;
+        for (int b = 0; b < 8; b++)
+            if (m & (1 << b))
+                nnz_lut[m][n++] = (uint8_t)b;
+        for (; n < 8; n++)
+            nnz_lut[m][n] = 0;
+    }
+}
+
+QF_INLINE int64_t vec_write_indices(vmask_t m, int32_t base, int32_t *out)
+{
+    const __m256i off = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)nnz_lut[m]));
+    _mm256_storeu_si256((__m256i *)out, _mm256_add_epi32(off, _mm256_set1_epi32(base)));
+    return __builtin_popcount(m);
+}
+
+QF_INLINE vmask_t vec_map_bits(const uint8_t *map, int64_t i) { return map[i]; }
+
+/* Two registers a sixteen: int32 -> int16 -> uint8 with the lane order restored after each pack. */
+QF_INLINE void vec_bytes16x2(const vec_t *a, const vec_t *b, __m128i *ab, __m128i *bb)
+{
+    const __m256i a16 = _mm256_permute4x64_epi64(_mm256_packs_epi32(a[0], a[1]), 0xD8);
+    const __m256i b16 = _mm256_permute4x64_epi64(_mm256_packs_epi32(b[0], b[1]), 0xD8);
+    const __m256i bytes = _mm256_permute4x64_epi64(_mm256_packus_epi16(a16, b16), 0xD8);
+    *ab = _mm256_castsi256_si128(bytes);
+    *bb = _mm256_extracti128_si256(bytes, 1);
+}
 #endif
 
-#if defined(QF_USE_AVX512) || defined(QF_USE_AVX2)
+#if defined(QF_SIMD)
+#  define VEC_I16 (VEC_BYTES / 2)
+#  define VEC_I32 (VEC_BYTES / 4)
+#  define VEC_I64 (VEC_BYTES / 8)
+#  define FC0_REGS (QF_FC0_OUT / VEC_I32)   /* registers of fc_0's outputs */
+#  define FC1_REGS (QF_FC1_OUT / VEC_I32)   /* registers of fc_1's outputs */
+_Static_assert(QF_FC0_OUT % VEC_I32 == 0 && QF_FC1_OUT % VEC_I32 == 0 && W0G_GROUP == FC0_REGS * VEC_BYTES
+               && W1G_GROUP == FC1_REGS * VEC_BYTES, "fc_0 / fc_1 outputs must fill whole registers");
+
+#  if !defined(QF_USE_VNNI)
+/* vpmaddubsw then vpmaddwd with ones: exact while every u8 input is <= 127 (see the top of the file) */
+QF_INLINE vec_t vec_dot4(vec_t acc, vec_t x, vec_t w)
+{
+    return vec_add32(acc, vec_madd16(vec_maddubs(x, w), vec_set1_16(1)));
+}
+#  endif
+
+/* 256-bit loads and stores of the parts both SIMD variants do in eight lanes (PSQT, fc0_wide, fc1_scheme) */
 #  define vload256(p) _mm256_loadu_si256((const __m256i *)(p))
 #  define vstore256(p, v) _mm256_storeu_si256((__m256i *)(p), (v))
 #endif
 
-#if defined(VW)
+/* fc_1's 32 input bytes from 16 bytes a (first activation, rows 0..15) and 16 bytes b (second): a[0..14],
+   b[0..14], 0, 0, in one aligned 32-byte buffer whose whole stores fc_1's 4-byte loads are forwarded from. */
+#if defined(QF_SIMD)
+QF_INLINE void store_fc1_input(__m128i a, __m128i b, uint8_t *in)
+{
+    const __m128i keep15 = _mm_setr_epi8(-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0);
+    const __m128i keep14 = _mm_setr_epi8(-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 0);
+    _mm_store_si128((__m128i *)in, _mm_or_si128(_mm_and_si128(a, keep15), _mm_slli_si128(b, 15)));
+    _mm_store_si128((__m128i *)(in + 16), _mm_and_si128(_mm_srli_si128(b, 1), keep14));
+}
+#endif
+
+/* ------------------------------------------------------------------------------------------------------ */
+/* Accumulator: dst = src - sum(w[rem]) + sum(w[add]); dst2 (optional) gets the same values.              */
+/* src may alias dst or dst2: each tile is fully loaded before it is stored.                             */
+/* ------------------------------------------------------------------------------------------------------ */
+
+#if defined(QF_SIMD)
 QF_INLINE void tile_update(const int nreg, const int16_t *w, int64_t l1, int64_t j0,
                            const int16_t *src, int16_t *dst, int16_t *dst2,
                            const int32_t *rem, int64_t nr, const int32_t *add, int64_t na)
@@ -151,26 +407,26 @@ QF_INLINE void tile_update(const int nreg, const int16_t *w, int64_t l1, int64_t
     vec_t r[TILE_REGS];
 #pragma GCC unroll 16
     for (int k = 0; k < nreg; k++)
-        r[k] = vload(src + j0 + k * VW);
+        r[k] = vec_load(src + j0 + k * VEC_I16);
     for (int64_t i = 0; i < nr; i++) {
         const int16_t *row = w + (int64_t)rem[i] * l1 + j0;
 #pragma GCC unroll 16
         for (int k = 0; k < nreg; k++)
-            r[k] = vsub16(r[k], vload(row + k * VW));
+            r[k] = vec_sub16(r[k], vec_load(row + k * VEC_I16));
     }
     for (int64_t i = 0; i < na; i++) {
         const int16_t *row = w + (int64_t)add[i] * l1 + j0;
 #pragma GCC unroll 16
         for (int k = 0; k < nreg; k++)
-            r[k] = vadd16(r[k], vload(row + k * VW));
+            r[k] = vec_add16(r[k], vec_load(row + k * VEC_I16));
     }
 #pragma GCC unroll 16
     for (int k = 0; k < nreg; k++)
-        vstore(dst + j0 + k * VW, r[k]);
+        vec_store(dst + j0 + k * VEC_I16, r[k]);
     if (dst2) {
 #pragma GCC unroll 16
         for (int k = 0; k < nreg; k++)
-            vstore(dst2 + j0 + k * VW, r[k]);
+            vec_store(dst2 + j0 + k * VEC_I16, r[k]);
     }
 }
 #endif
@@ -181,12 +437,12 @@ QF_INLINE void acc_update_impl(const int16_t *w, const int32_t *pw, int64_t l1, 
                                const int32_t *rem, int64_t nr, const int32_t *add, int64_t na)
 {
     int64_t j = 0;
-#if defined(VW)
-    for (; j + TILE_REGS * VW <= l1; j += TILE_REGS * VW)
+#if defined(QF_SIMD)
+    for (; j + TILE_REGS * VEC_I16 <= l1; j += TILE_REGS * VEC_I16)
         tile_update(TILE_REGS, w, l1, j, src, dst, dst2, rem, nr, add, na);
-    for (; j + 4 * VW <= l1; j += 4 * VW)
+    for (; j + 4 * VEC_I16 <= l1; j += 4 * VEC_I16)
         tile_update(4, w, l1, j, src, dst, dst2, rem, nr, add, na);
-    for (; j + VW <= l1; j += VW)
+    for (; j + VEC_I16 <= l1; j += VEC_I16)
         tile_update(1, w, l1, j, src, dst, dst2, rem, nr, add, na);
     for (; j < l1; j++) {
         uint16_t s = (uint16_t)src[j];
@@ -217,7 +473,7 @@ QF_INLINE void acc_update_impl(const int16_t *w, const int32_t *pw, int64_t l1, 
         memcpy(dst2, dst, (size_t)l1 * sizeof(int16_t));
 #endif
     int64_t k0 = 0;
-#if defined(QF_USE_AVX512) || defined(QF_USE_AVX2)
+#if defined(QF_SIMD)
     /* PSQT: 8 buckets a 256-bit register (the net's 8 in one); measured, the scalar loop below took about a
        tenth of an incremental update. */
     for (; k0 + 8 <= nb; k0 += 8) {
@@ -270,22 +526,6 @@ QF_API void QF(acc_update_copy)(const int16_t *w, const int32_t *pw, int64_t l1,
 /* Feature transform and the list of non-zero 4-byte input groups                                        */
 /* ------------------------------------------------------------------------------------------------------ */
 
-#if defined(QF_USE_AVX2)
-/* nnz_lut[m] = positions of the set bits of m (8-bit mask), in increasing order. */
-static uint8_t nnz_lut[256][8];
-__attribute__((constructor)) static void init_nnz_lut(void)
-{
-    for (int m = 0; m < 256; m++) {
-        int n = 0;
-        for (int b = 0; b < 8; b++)
-            if (m & (1 << b))
-                nnz_lut[m][n++] = (uint8_t)b;
-        for (; n < 8; n++)
-            nnz_lut[m][n] = 0;
-    }
-}
-#endif
-
 /* Indices g of the non-zero groups x[4g..4g+3], for groups [g0, g1); returns the new count. */
 QF_INLINE int64_t nnz_scalar(const uint8_t *x, int64_t g0, int64_t g1, int32_t *nnz, int64_t n)
 {
@@ -300,25 +540,9 @@ QF_INLINE int64_t find_nnz_impl(const uint8_t *x, int64_t l1, int32_t *nnz)
 {
     const int64_t groups = l1 / 4;
     int64_t g = 0, n = 0;
-#if defined(QF_USE_AVX512)
-    const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-    for (; g + 16 <= groups; g += 16) {
-        __m512i y = _mm512_loadu_si512((const void *)(x + 4 * g));
-        __mmask16 m = _mm512_test_epi32_mask(y, y);
-        __m512i ids = _mm512_add_epi32(_mm512_set1_epi32((int32_t)g), iota);
-        _mm512_storeu_si512((void *)(nnz + n), _mm512_maskz_compress_epi32(m, ids));
-        n += __builtin_popcount((unsigned)m);
-    }
-#elif defined(QF_USE_AVX2)
-    const __m256i zero = _mm256_setzero_si256();
-    for (; g + 8 <= groups; g += 8) {
-        __m256i y = _mm256_loadu_si256((const __m256i *)(x + 4 * g));
-        unsigned zm = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(y, zero)));
-        unsigned m = ~zm & 0xFFu;
-        __m256i off = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)nnz_lut[m]));
-        _mm256_storeu_si256((__m256i *)(nnz + n), _mm256_add_epi32(off, _mm256_set1_epi32((int32_t)g)));
-        n += __builtin_popcount(m);
-    }
+#if defined(QF_SIMD)
+    for (; g + VEC_I32 <= groups; g += VEC_I32)
+        n += vec_write_indices(vec_nonzero32(vec_load(x + 4 * g)), (int32_t)g, nnz + n);
 #endif
     return nnz_scalar(x, g, groups, nnz, n);
 }
@@ -358,71 +582,24 @@ QF_INLINE int64_t transform_body(const int16_t *acc_us, const int16_t *acc_them,
     const int64_t half = l1 / 2;
     const int64_t cmax = QF_FT_ACT_MAX << s, shift = QF_FT_PRODUCT_SHIFT + 2 * s;
     int64_t n = 0;
-#if defined(QF_USE_AVX512)
-    const int64_t blk = 64;
-    const int fuse = nnz != NULL && half % blk == 0;
-    const __m512i zero = _mm512_setzero_si512();
-    const __m512i vmax = _mm512_set1_epi16((int16_t)cmax);
-    const __m128i sh = _mm_cvtsi64_si128(shift);
-    const __m128i pre = _mm_cvtsi64_si128(s);
-    const __m512i perm = _mm512_setr_epi64(0, 2, 4, 6, 1, 3, 5, 7);
-    const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+#if defined(QF_SIMD)
+    const int fuse = nnz != NULL && half % VEC_BYTES == 0;
+    const vec_t zero = vec_zero(), vmax = vec_set1_16((int16_t)cmax);
+    const __m128i sh = _mm_cvtsi64_si128(shift), pre = _mm_cvtsi64_si128(s);
     for (int p = 0; p < 2; p++) {
         const int16_t *a = p ? acc_them : acc_us;
         uint8_t *out = x + p * half;
         int64_t j = 0;
-        for (; j + blk <= half; j += blk) {
-#define FT512(p) _mm512_min_epi16(_mm512_max_epi16(_mm512_sll_epi16(_mm512_loadu_si512(p), pre), zero), vmax)
-            __m512i a0 = FT512(a + j);
-            __m512i a1 = FT512(a + j + 32);
-            __m512i b0 = FT512(a + half + j);
-            __m512i b1 = FT512(a + half + j + 32);
-#undef FT512
+        for (; j + VEC_BYTES <= half; j += VEC_BYTES) {
+#define FT(q) vec_min16(vec_max16(vec_sll16(vec_load(q), pre), zero), vmax)
+            const vec_t a0 = FT(a + j), a1 = FT(a + j + VEC_I16);
+            const vec_t b0 = FT(a + half + j), b1 = FT(a + half + j + VEC_I16);
+#undef FT
             /* a*b <= 65535 fits an unsigned 16-bit lane; the logical shift makes it 0..255. */
-            __m512i p0 = _mm512_srl_epi16(_mm512_mullo_epi16(a0, b0), sh);
-            __m512i p1 = _mm512_srl_epi16(_mm512_mullo_epi16(a1, b1), sh);
-            /* packus interleaves the 128-bit lanes of p0 and p1; the qword permutation restores order. */
-            __m512i y = _mm512_permutexvar_epi64(perm, _mm512_packus_epi16(p0, p1));
-            _mm512_storeu_si512((void *)(out + j), y);
-            if (fuse) {
-                __mmask16 m = _mm512_test_epi32_mask(y, y);
-                __m512i ids = _mm512_add_epi32(_mm512_set1_epi32((int32_t)((p * half + j) >> 2)), iota);
-                _mm512_storeu_si512((void *)(nnz + n), _mm512_maskz_compress_epi32(m, ids));
-                n += __builtin_popcount((unsigned)m);
-            }
-        }
-        transform_scalar(a, half, j, s, out);
-    }
-#elif defined(QF_USE_AVX2)
-    const int64_t blk = 32;
-    const int fuse = nnz != NULL && half % blk == 0;
-    const __m256i zero = _mm256_setzero_si256();
-    const __m256i vmax = _mm256_set1_epi16((int16_t)cmax);
-    const __m128i sh = _mm_cvtsi64_si128(shift);
-    const __m128i pre = _mm_cvtsi64_si128(s);
-    for (int p = 0; p < 2; p++) {
-        const int16_t *a = p ? acc_them : acc_us;
-        uint8_t *out = x + p * half;
-        int64_t j = 0;
-        for (; j + blk <= half; j += blk) {
-#define FT256(p) _mm256_min_epi16(_mm256_max_epi16(_mm256_sll_epi16(vload(p), pre), zero), vmax)
-            __m256i a0 = FT256(a + j);
-            __m256i a1 = FT256(a + j + 16);
-            __m256i b0 = FT256(a + half + j);
-            __m256i b1 = FT256(a + half + j + 16);
-#undef FT256
-            __m256i p0 = _mm256_srl_epi16(_mm256_mullo_epi16(a0, b0), sh);
-            __m256i p1 = _mm256_srl_epi16(_mm256_mullo_epi16(a1, b1), sh);
-            __m256i y = _mm256_permute4x64_epi64(_mm256_packus_epi16(p0, p1), 0xD8);
-            _mm256_storeu_si256((__m256i *)(out + j), y);
-            if (fuse) {
-                unsigned zm = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(y, zero)));
-                unsigned m = ~zm & 0xFFu;
-                __m256i off = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)nnz_lut[m]));
-                __m256i base = _mm256_set1_epi32((int32_t)((p * half + j) >> 2));
-                _mm256_storeu_si256((__m256i *)(nnz + n), _mm256_add_epi32(off, base));
-                n += __builtin_popcount(m);
-            }
+            const vec_t y = vec_packus16_ordered(vec_srl16(vec_mullo16(a0, b0), sh), vec_srl16(vec_mullo16(a1, b1), sh));
+            vec_store(out + j, y);
+            if (fuse)
+                n += vec_write_indices(vec_nonzero32(y), (int32_t)((p * half + j) >> 2), nnz + n);
         }
         transform_scalar(a, half, j, s, out);
     }
@@ -470,19 +647,6 @@ QF_API int64_t QF(find_nnz)(const uint8_t *x, int64_t l1, int32_t *nnz)
 /* fc_0 over the listed non-zero groups                                                                  */
 /* ------------------------------------------------------------------------------------------------------ */
 
-#if defined(QF_USE_AVX512)
-#  if defined(QF_USE_VNNI)
-#    define DP512(acc, xv, wv) _mm512_dpbusd_epi32((acc), (xv), (wv))
-#  else
-#    define DP512(acc, xv, wv) \
-        _mm512_add_epi32((acc), _mm512_madd_epi16(_mm512_maddubs_epi16((xv), (wv)), _mm512_set1_epi16(1)))
-#  endif
-#endif
-#if defined(QF_USE_AVX2)
-#  define DP256(acc, xv, wv) \
-      _mm256_add_epi32((acc), _mm256_madd_epi16(_mm256_maddubs_epi16((xv), (wv)), _mm256_set1_epi16(1)))
-#endif
-
 /* fc_0 in plain C, exact for any byte: the scalar variant's fc0. */
 static void fc0_plain(const int8_t *w0g, const int32_t *b0, const uint8_t *x, const int32_t *nnz, int64_t n,
                       int32_t *out)
@@ -502,47 +666,47 @@ static void fc0_plain(const int8_t *w0g, const int32_t *b0, const uint8_t *x, co
         out[o] = (int32_t)s[o];
 }
 
+#if defined(QF_SIMD)
+/* Independent sums over the listed groups (four registers in all), so that the dot products' latency overlaps;
+   the int32 sums wrap, so their order does not matter. */
+#  define FC0_CHAINS (4 / FC0_REGS)
+#endif
+
 QF_INLINE void fc0_impl(const int8_t *w0g, const int32_t *b0, const uint8_t *x, const int32_t *nnz, int64_t n,
                         int32_t *out)
 {
-#if defined(QF_USE_AVX512)
-    __m512i s0 = _mm512_loadu_si512((const void *)b0);
-    __m512i s1 = _mm512_setzero_si512(), s2 = _mm512_setzero_si512(), s3 = _mm512_setzero_si512();
+#if defined(QF_SIMD)
+    vec_t s[FC0_CHAINS][FC0_REGS];
+#pragma GCC unroll 4
+    for (int c = 0; c < FC0_CHAINS; c++)
+#pragma GCC unroll 2
+        for (int r = 0; r < FC0_REGS; r++)
+            s[c][r] = c ? vec_zero() : vec_load(b0 + VEC_I32 * r);
     int64_t t = 0;
-    for (; t + 4 <= n; t += 4) {
-        const int64_t g0 = nnz[t], g1 = nnz[t + 1], g2 = nnz[t + 2], g3 = nnz[t + 3];
-        s0 = DP512(s0, _mm512_set1_epi32(load_i32(x + 4 * g0)), _mm512_loadu_si512(w0g + W0G_GROUP * g0));
-        s1 = DP512(s1, _mm512_set1_epi32(load_i32(x + 4 * g1)), _mm512_loadu_si512(w0g + W0G_GROUP * g1));
-        s2 = DP512(s2, _mm512_set1_epi32(load_i32(x + 4 * g2)), _mm512_loadu_si512(w0g + W0G_GROUP * g2));
-        s3 = DP512(s3, _mm512_set1_epi32(load_i32(x + 4 * g3)), _mm512_loadu_si512(w0g + W0G_GROUP * g3));
+    for (; t + FC0_CHAINS <= n; t += FC0_CHAINS) {
+#pragma GCC unroll 4
+        for (int c = 0; c < FC0_CHAINS; c++) {
+            const int64_t g = nnz[t + c];
+            const vec_t xv = vec_set1_32(load_i32(x + 4 * g));
+#pragma GCC unroll 2
+            for (int r = 0; r < FC0_REGS; r++)
+                s[c][r] = vec_dot4(s[c][r], xv, vec_load(w0g + W0G_GROUP * g + VEC_BYTES * r));
+        }
     }
     for (; t < n; t++) {
         const int64_t g = nnz[t];
-        s0 = DP512(s0, _mm512_set1_epi32(load_i32(x + 4 * g)), _mm512_loadu_si512(w0g + W0G_GROUP * g));
+        const vec_t xv = vec_set1_32(load_i32(x + 4 * g));
+#pragma GCC unroll 2
+        for (int r = 0; r < FC0_REGS; r++)
+            s[0][r] = vec_dot4(s[0][r], xv, vec_load(w0g + W0G_GROUP * g + VEC_BYTES * r));
     }
-    s0 = _mm512_add_epi32(_mm512_add_epi32(s0, s1), _mm512_add_epi32(s2, s3));
-    _mm512_storeu_si512((void *)out, s0);
-#elif defined(QF_USE_AVX2)
-    __m256i lo0 = vload(b0), hi0 = vload(b0 + 8);
-    __m256i lo1 = _mm256_setzero_si256(), hi1 = _mm256_setzero_si256();
-    int64_t t = 0;
-    for (; t + 2 <= n; t += 2) {
-        const int64_t g0 = nnz[t], g1 = nnz[t + 1];
-        const __m256i x0 = _mm256_set1_epi32(load_i32(x + 4 * g0));
-        const __m256i x1 = _mm256_set1_epi32(load_i32(x + 4 * g1));
-        lo0 = DP256(lo0, x0, vload(w0g + W0G_GROUP * g0));
-        hi0 = DP256(hi0, x0, vload(w0g + W0G_GROUP * g0 + 32));
-        lo1 = DP256(lo1, x1, vload(w0g + W0G_GROUP * g1));
-        hi1 = DP256(hi1, x1, vload(w0g + W0G_GROUP * g1 + 32));
+#pragma GCC unroll 2
+    for (int r = 0; r < FC0_REGS; r++) {
+#pragma GCC unroll 4
+        for (int c = 1; c < FC0_CHAINS; c++)
+            s[0][r] = vec_add32(s[0][r], s[c][r]);
+        vec_store(out + VEC_I32 * r, s[0][r]);
     }
-    if (t < n) {
-        const int64_t g = nnz[t];
-        const __m256i x0 = _mm256_set1_epi32(load_i32(x + 4 * g));
-        lo0 = DP256(lo0, x0, vload(w0g + W0G_GROUP * g));
-        hi0 = DP256(hi0, x0, vload(w0g + W0G_GROUP * g + 32));
-    }
-    vstore(out, _mm256_add_epi32(lo0, lo1));
-    vstore(out + 8, _mm256_add_epi32(hi0, hi1));
 #else
     fc0_plain(w0g, b0, x, nnz, n, out);
 #endif
@@ -564,93 +728,47 @@ QF_API void QF(fc0)(const int8_t *w0g, const int32_t *b0, const uint8_t *x, cons
  *        (product < 2^31);
  *   fc_1: the weighted sum is at most 32*128*127 = 520192 in magnitude; the bias is clamped to +-2^30
  *         first, which does not change clamp((b + s) >> 6, 0, 127) and keeps the int32 sum exact;
- *   fc_2 and the skip are summed in int64, as the Numba path does. */
+ *   fc_2 and the skip are summed in int64, as the Numba path does (the SIMD variants sum fc_2's 32 products,
+ *         at most 127 * 128 each, in int32). */
 QF_INLINE int64_t head_impl(const int32_t *fc0, const int8_t *w1g, const int32_t *b1, const int8_t *w2,
                             int64_t b2)
 {
-#if defined(QF_USE_AVX512)
-    const __m512i v = _mm512_loadu_si512((const void *)fc0);
-    const __m512i zero = _mm512_setzero_si512();
-    const __m512i c127 = _mm512_set1_epi32(QF_ACT_MAX);
-    const __m512i vc = _mm512_min_epi32(_mm512_max_epi32(v, _mm512_set1_epi32(-QF_SQR_LIMIT)),
-                                        _mm512_set1_epi32(QF_SQR_LIMIT));
-    const __m512i sq = _mm512_min_epi32(_mm512_srli_epi32(_mm512_mullo_epi32(vc, vc), QF_SQR_SHIFT), c127);
-    const __m512i cr = _mm512_min_epi32(_mm512_max_epi32(_mm512_srai_epi32(v, QF_WEIGHT_SCALE_BITS), zero), c127);
-    const __m128i sqb = _mm512_cvtepi32_epi8(sq);
-    const __m128i crb = _mm512_cvtepi32_epi8(cr);
-#elif defined(QF_USE_AVX2)
-    const __m256i zero = _mm256_setzero_si256();
-    const __m256i c127 = _mm256_set1_epi32(QF_ACT_MAX);
-    const __m256i lo_c = _mm256_set1_epi32(-QF_SQR_LIMIT), hi_c = _mm256_set1_epi32(QF_SQR_LIMIT);
-    const __m256i v0 = vload(fc0), v1 = vload(fc0 + 8);
-    const __m256i vc0 = _mm256_min_epi32(_mm256_max_epi32(v0, lo_c), hi_c);
-    const __m256i vc1 = _mm256_min_epi32(_mm256_max_epi32(v1, lo_c), hi_c);
-    const __m256i sq0 = _mm256_min_epi32(_mm256_srli_epi32(_mm256_mullo_epi32(vc0, vc0), QF_SQR_SHIFT), c127);
-    const __m256i sq1 = _mm256_min_epi32(_mm256_srli_epi32(_mm256_mullo_epi32(vc1, vc1), QF_SQR_SHIFT), c127);
-    const __m256i cr0 = _mm256_min_epi32(_mm256_max_epi32(_mm256_srai_epi32(v0, QF_WEIGHT_SCALE_BITS), zero), c127);
-    const __m256i cr1 = _mm256_min_epi32(_mm256_max_epi32(_mm256_srai_epi32(v1, QF_WEIGHT_SCALE_BITS), zero), c127);
-    /* int32 -> int16 -> uint8 with the lane order restored after each pack: bytes sq[0..15], cr[0..15]. */
-    const __m256i sq16 = _mm256_permute4x64_epi64(_mm256_packs_epi32(sq0, sq1), 0xD8);
-    const __m256i cr16 = _mm256_permute4x64_epi64(_mm256_packs_epi32(cr0, cr1), 0xD8);
-    const __m256i bytes = _mm256_permute4x64_epi64(_mm256_packus_epi16(sq16, cr16), 0xD8);
-    const __m128i sqb = _mm256_castsi256_si128(bytes);
-    const __m128i crb = _mm256_extracti128_si256(bytes, 1);
-#endif
-
-#if defined(QF_USE_AVX512) || defined(QF_USE_AVX2)
-    /* l1in = sqr[0..14], cr[0..14], 0, 0 */
-    const __m128i keep15 = _mm_setr_epi8(-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0);
-    const __m128i keep14 = _mm_setr_epi8(-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 0);
+#if defined(QF_SIMD)
+    const vec_t zero = vec_zero(), c127 = vec_set1_32(QF_ACT_MAX);
+    const vec_t lo_c = vec_set1_32(-QF_SQR_LIMIT), hi_c = vec_set1_32(QF_SQR_LIMIT);
+    vec_t sq[FC0_REGS], cr[FC0_REGS];
+#pragma GCC unroll 2
+    for (int r = 0; r < FC0_REGS; r++) {
+        const vec_t v = vec_load(fc0 + VEC_I32 * r);
+        const vec_t vc = vec_min32(vec_max32(v, lo_c), hi_c);
+        sq[r] = vec_min32(vec_srli32(vec_mullo32(vc, vc), QF_SQR_SHIFT), c127);
+        cr[r] = vec_min32(vec_max32(vec_srai32(v, QF_WEIGHT_SCALE_BITS), zero), c127);
+    }
+    __m128i sqb, crb;
+    vec_bytes16x2(sq, cr, &sqb, &crb);
     uint8_t in[QF_FC1_IN] __attribute__((aligned(32)));
-    _mm_store_si128((__m128i *)in, _mm_or_si128(_mm_and_si128(sqb, keep15), _mm_slli_si128(crb, 15)));
-    _mm_store_si128((__m128i *)(in + 16), _mm_and_si128(_mm_srli_si128(crb, 1), keep14));
-#endif
+    store_fc1_input(sqb, crb, in);
 
-#if defined(QF_USE_AVX512)
-    __m512i s0 = _mm512_setzero_si512(), s1 = _mm512_setzero_si512();
+    vec_t s[FC1_REGS];
+#pragma GCC unroll 4
+    for (int q = 0; q < FC1_REGS; q++)
+        s[q] = zero;
 #pragma GCC unroll 8
     for (int g = 0; g < QF_FC1_IN / 4; g++) {
-        const __m512i xv = _mm512_set1_epi32(load_i32(in + 4 * g));
-        s0 = DP512(s0, xv, _mm512_loadu_si512(w1g + W1G_GROUP * g));
-        s1 = DP512(s1, xv, _mm512_loadu_si512(w1g + W1G_GROUP * g + 64));
-    }
-    const __m512i bmin = _mm512_set1_epi32(-BIAS1_CLAMP), bmax = _mm512_set1_epi32(BIAS1_CLAMP);
-    const __m512i bb0 = _mm512_min_epi32(_mm512_max_epi32(_mm512_loadu_si512(b1), bmin), bmax);
-    const __m512i bb1 = _mm512_min_epi32(_mm512_max_epi32(_mm512_loadu_si512(b1 + 16), bmin), bmax);
-    const __m512i c0 = _mm512_min_epi32(
-        _mm512_max_epi32(_mm512_srai_epi32(_mm512_add_epi32(s0, bb0), QF_WEIGHT_SCALE_BITS), zero), c127);
-    const __m512i c1 = _mm512_min_epi32(
-        _mm512_max_epi32(_mm512_srai_epi32(_mm512_add_epi32(s1, bb1), QF_WEIGHT_SCALE_BITS), zero), c127);
-    const __m256i cb = _mm256_set_m128i(_mm512_cvtepi32_epi8(c1), _mm512_cvtepi32_epi8(c0));
-    const __m256i prod = _mm256_madd_epi16(_mm256_maddubs_epi16(cb, _mm256_loadu_si256((const __m256i *)w2)),
-                                           _mm256_set1_epi16(1));
-    __m128i r = _mm_add_epi32(_mm256_castsi256_si128(prod), _mm256_extracti128_si256(prod, 1));
-    r = _mm_add_epi32(r, _mm_shuffle_epi32(r, 0x4E));
-    r = _mm_add_epi32(r, _mm_shuffle_epi32(r, 0xB1));
-    const int64_t fc2 = (int64_t)_mm_cvtsi128_si32(r);
-#elif defined(QF_USE_AVX2)
-    __m256i s[4] = {zero, zero, zero, zero};
-#pragma GCC unroll 8
-    for (int g = 0; g < QF_FC1_IN / 4; g++) {
-        const __m256i xv = _mm256_set1_epi32(load_i32(in + 4 * g));
+        const vec_t xv = vec_set1_32(load_i32(in + 4 * g));
 #pragma GCC unroll 4
-        for (int q = 0; q < 4; q++)
-            s[q] = DP256(s[q], xv, vload(w1g + W1G_GROUP * g + 32 * q));
+        for (int q = 0; q < FC1_REGS; q++)
+            s[q] = vec_dot4(s[q], xv, vec_load(w1g + W1G_GROUP * g + VEC_BYTES * q));
     }
-    const __m256i bmin = _mm256_set1_epi32(-BIAS1_CLAMP), bmax = _mm256_set1_epi32(BIAS1_CLAMP);
-    __m256i acc = zero;
+    const vec_t bmin = vec_set1_32(-BIAS1_CLAMP), bmax = vec_set1_32(BIAS1_CLAMP);
+    vec_t acc = zero;
 #pragma GCC unroll 4
-    for (int q = 0; q < 4; q++) {
-        const __m256i bb = _mm256_min_epi32(_mm256_max_epi32(vload(b1 + 8 * q), bmin), bmax);
-        const __m256i c = _mm256_min_epi32(
-            _mm256_max_epi32(_mm256_srai_epi32(_mm256_add_epi32(s[q], bb), QF_WEIGHT_SCALE_BITS), zero), c127);
-        const __m256i wq = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(w2 + 8 * q)));
-        acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(c, wq));
+    for (int q = 0; q < FC1_REGS; q++) {
+        const vec_t bb = vec_min32(vec_max32(vec_load(b1 + VEC_I32 * q), bmin), bmax);
+        const vec_t c = vec_min32(vec_max32(vec_srai32(vec_add32(s[q], bb), QF_WEIGHT_SCALE_BITS), zero), c127);
+        acc = vec_add32(acc, vec_mullo32(c, vec_load_i8_i32(w2 + VEC_I32 * q)));
     }
-    __m128i r = _mm_add_epi32(_mm256_castsi256_si128(acc), _mm256_extracti128_si256(acc, 1));
-    r = _mm_add_epi32(r, _mm_shuffle_epi32(r, 0x4E));
-    r = _mm_add_epi32(r, _mm_shuffle_epi32(r, 0xB1));
-    const int64_t fc2 = (int64_t)_mm_cvtsi128_si32(r);
+    const int64_t fc2 = (int64_t)vec_hsum32(acc);
 #else
     int32_t in[QF_FC1_IN];
     for (int o = 0; o < QF_FC0_OUT - 1; o++) {
@@ -690,6 +808,18 @@ QF_API int64_t QF(forward)(const int16_t *acc_us, const int16_t *acc_them, int64
     fc0_impl(w0g, b0, x, nnz, n, fc0_out);
     return head_impl(fc0_out, w1g, b1, w2, b2);
 }
+
+/* Names the routines below still use, until they are written over the vector helpers. */
+#if defined(QF_SIMD)
+#  define vload(p) vec_load(p)
+#  define vstore(p, v) vec_store((p), (v))
+#endif
+#if defined(QF_USE_AVX512)
+#  define DP512(acc, xv, wv) vec_dot4((acc), (xv), (wv))
+#endif
+#if defined(QF_USE_AVX2)
+#  define DP256(acc, xv, wv) vec_dot4((acc), (xv), (wv))
+#endif
 
 /* ------------------------------------------------------------------------------------------------------ */
 /* Quantfish-format nets: the arithmetic of a scheme record (quantfish/nnue/requant.py states it; the definition is  */
