@@ -810,10 +810,6 @@ QF_API int64_t QF(forward)(const int16_t *acc_us, const int16_t *acc_them, int64
 }
 
 /* Names the routines below still use, until they are written over the vector helpers. */
-#if defined(QF_SIMD)
-#  define vload(p) vec_load(p)
-#  define vstore(p, v) vec_store((p), (v))
-#endif
 #if defined(QF_USE_AVX512)
 #  define DP512(acc, xv, wv) vec_dot4((acc), (xv), (wv))
 #endif
@@ -1006,235 +1002,128 @@ static x_plan plan_x(const int64_t *qs)
     return p;
 }
 
-#if defined(QF_USE_AVX512)
-#  define XS_BLK 64
-#elif defined(QF_USE_AVX2)
-#  define XS_BLK 32
-#endif
-
-#if defined(QF_USE_AVX512)
-/* XS_64 of 16 products q (32-bit lanes, below 2^30): min((q * m + add) >> s, xh) in 64-bit lanes, the even
-   lanes' results in the low halves and the odd lanes' in the high halves, so 16 int32 in q's order. */
-QF_INLINE __m512i prod64_512(__m512i q, __m512i m, __m512i add, __m128i s, __m512i xh)
+#if defined(QF_SIMD)
+/* XS_64 of VEC_I32 products q (32-bit lanes, below 2^30): min((q * m + add) >> s, xh) in 64-bit lanes, the even
+   lanes' results in the low halves and the odd lanes' in the high halves, so VEC_I32 int32 in q's order. */
+QF_INLINE vec_t prod64(vec_t q, vec_t m, vec_t add, __m128i s, vec_t xh)
 {
-    const __m512i ev = _mm512_min_epu64(_mm512_srl_epi64(_mm512_add_epi64(_mm512_mul_epu32(q, m), add), s), xh);
-    const __m512i od = _mm512_min_epu64(
-        _mm512_srl_epi64(_mm512_add_epi64(_mm512_mul_epu32(_mm512_srli_epi64(q, 32), m), add), s), xh);
-    return _mm512_or_si512(ev, _mm512_slli_epi64(od, 32));
+    const vec_t ev = vec_min64(vec_srl64(vec_add64(vec_mul_u32(q, m), add), s), xh);
+    const vec_t od = vec_min64(vec_srl64(vec_add64(vec_mul_u32(vec_srli64(q, 32), m), add), s), xh);
+    return vec_or(ev, vec_slli64(od, 32));
 }
-#elif defined(QF_USE_AVX2)
-/* prod64_512 in eight lanes; the results are below 2^63, so the signed compare clamps them. */
-QF_INLINE __m256i prod64_256(__m256i q, __m256i m, __m256i add, __m128i s, __m256i xh)
-{
-    __m256i ev = _mm256_srl_epi64(_mm256_add_epi64(_mm256_mul_epu32(q, m), add), s);
-    __m256i od = _mm256_srl_epi64(_mm256_add_epi64(_mm256_mul_epu32(_mm256_srli_epi64(q, 32), m), add), s);
-    ev = _mm256_blendv_epi8(ev, xh, _mm256_cmpgt_epi64(ev, xh));
-    od = _mm256_blendv_epi8(od, xh, _mm256_cmpgt_epi64(od, xh));
-    return _mm256_or_si256(ev, _mm256_slli_epi64(od, 32));
-}
-#endif
 
-#if defined(XS_BLK)
-/* XS_BLK outputs x[0..XS_BLK) of one perspective from a = acc + j, b = acc + half + j (see x_plan). */
+/* VEC_BYTES outputs x[0..VEC_BYTES) of one perspective from a = acc + j, b = acc + half + j (see x_plan). */
 QF_INLINE vec_t transform_block(const int16_t *a, const int16_t *b, const x_plan *p, const int mode,
                                 const int nearest)
 {
-#  if defined(QF_USE_AVX512)
-    const __m512i zero = _mm512_setzero_si512();
-    const __m512i hi = _mm512_set1_epi16((int16_t)p->ft_hi);
-#    define CL(q) _mm512_min_epi16(_mm512_max_epi16(_mm512_loadu_si512((const void *)(q)), zero), hi)
-    const __m512i a0 = CL(a), a1 = CL(a + 32), b0 = CL(b), b1 = CL(b + 32);
-#    undef CL
-    __m512i v0, v1;
+    const vec_t zero = vec_zero(), hi = vec_set1_16((int16_t)p->ft_hi);
+#  define CL(q) vec_min16(vec_max16(vec_load(q), zero), hi)
+    const vec_t a0 = CL(a), a1 = CL(a + VEC_I16), b0 = CL(b), b1 = CL(b + VEC_I16);
+#  undef CL
+    vec_t v0, v1;
     if (mode == XS_SHIFT || mode == XS_SHIFT256) {
-        const __m512i p0 = _mm512_mullo_epi16(a0, b0), p1 = _mm512_mullo_epi16(a1, b1);
+        const vec_t p0 = vec_mullo16(a0, b0), p1 = vec_mullo16(a1, b1);
         if (nearest) {
             const __m128i k1 = _mm_cvtsi32_si128(p->k2 - 1);
-            v0 = _mm512_avg_epu16(_mm512_srl_epi16(p0, k1), zero);
-            v1 = _mm512_avg_epu16(_mm512_srl_epi16(p1, k1), zero);
+            v0 = vec_avg_u16(vec_srl16(p0, k1), zero);
+            v1 = vec_avg_u16(vec_srl16(p1, k1), zero);
         } else {
             const __m128i k = _mm_cvtsi32_si128(p->k2);
-            v0 = _mm512_srl_epi16(p0, k);
-            v1 = _mm512_srl_epi16(p1, k);
+            v0 = vec_srl16(p0, k);
+            v1 = vec_srl16(p1, k);
         }
         if (mode == XS_SHIFT256) {
-            const __m512i b256 = _mm512_set1_epi16(256), big = _mm512_set1_epi16((int16_t)p->big256);
-            v0 = _mm512_mask_mov_epi16(v0, _mm512_cmpeq_epi16_mask(_mm512_and_si512(a0, b0), b256), big);
-            v1 = _mm512_mask_mov_epi16(v1, _mm512_cmpeq_epi16_mask(_mm512_and_si512(a1, b1), b256), big);
+            const vec_t b256 = vec_set1_16(256), big = vec_set1_16((int16_t)p->big256);
+            v0 = vec_sel_eq16(vec_and(a0, b0), b256, big, v0);
+            v1 = vec_sel_eq16(vec_and(a1, b1), b256, big, v1);
         }
     } else if (mode == XS_16 || mode == XS_17) {
-        const __m512i m = _mm512_set1_epi16((int16_t)p->m16);
+        const vec_t m = vec_set1_16((int16_t)p->m16);
         const __m128i k = _mm_cvtsi32_si128(p->k2), k1 = _mm_cvtsi32_si128(p->k2 - 1);
-        __m512i h0 = _mm512_mulhi_epu16(_mm512_mullo_epi16(a0, b0), m);
-        __m512i h1 = _mm512_mulhi_epu16(_mm512_mullo_epi16(a1, b1), m);
+        vec_t h0 = vec_mulhi_u16(vec_mullo16(a0, b0), m);
+        vec_t h1 = vec_mulhi_u16(vec_mullo16(a1, b1), m);
         if (mode == XS_17) {
-            h0 = _mm512_add_epi16(h0, _mm512_mullo_epi16(_mm512_mulhi_epu16(a0, b0), m));
-            h1 = _mm512_add_epi16(h1, _mm512_mullo_epi16(_mm512_mulhi_epu16(a1, b1), m));
+            h0 = vec_add16(h0, vec_mullo16(vec_mulhi_u16(a0, b0), m));
+            h1 = vec_add16(h1, vec_mullo16(vec_mulhi_u16(a1, b1), m));
         }
         if (nearest) {      /* ((h >> (k - 1)) + 1) >> 1 in one vpavgw: bit k - 1 of h added to h >> k */
-            v0 = _mm512_avg_epu16(_mm512_srl_epi16(h0, k1), zero);
-            v1 = _mm512_avg_epu16(_mm512_srl_epi16(h1, k1), zero);
+            v0 = vec_avg_u16(vec_srl16(h0, k1), zero);
+            v1 = vec_avg_u16(vec_srl16(h1, k1), zero);
         } else {
-            v0 = _mm512_srl_epi16(h0, k);
-            v1 = _mm512_srl_epi16(h1, k);
+            v0 = vec_srl16(h0, k);
+            v1 = vec_srl16(h1, k);
         }
-    } else if (mode == XS_64) {
-        const __m512i m = _mm512_set1_epi64((int64_t)p->m32), xh = _mm512_set1_epi64(p->x_hi);
-        const __m512i add = _mm512_set1_epi64(nearest ? (int64_t)1 << (p->s32 - 1) : 0);
-        const __m128i s = _mm_cvtsi32_si128(p->s32);
-#    define PROD(x, y) prod64_512(_mm512_madd_epi16((x), (y)), m, add, s, xh)
-        v0 = _mm512_packus_epi32(PROD(_mm512_unpacklo_epi16(a0, zero), _mm512_unpacklo_epi16(b0, zero)),
-                                 PROD(_mm512_unpackhi_epi16(a0, zero), _mm512_unpackhi_epi16(b0, zero)));
-        v1 = _mm512_packus_epi32(PROD(_mm512_unpacklo_epi16(a1, zero), _mm512_unpacklo_epi16(b1, zero)),
-                                 PROD(_mm512_unpackhi_epi16(a1, zero), _mm512_unpackhi_epi16(b1, zero)));
-#    undef PROD
     } else {
-        const __m512i m = _mm512_set1_epi32((int32_t)p->m32), add = _mm512_set1_epi32((int32_t)p->add32);
-        const __m512i xh = _mm512_set1_epi32(p->x_hi);
-        const __m128i s = _mm_cvtsi32_si128(p->s32);
-        /* R(a * b) is below 2^31 but may pass 32767 (a clamp of x far below the FT's products): clamped to x_hi
-           in 32 bits, so that the signed packs cannot turn it negative */
-#    define PROD(x, y) _mm512_min_epi32(                                                                     \
-            _mm512_srl_epi32(_mm512_add_epi32(_mm512_mullo_epi32(_mm512_madd_epi16((x), (y)), m), add), s), xh)
-        /* unpack with zero: each int32 lane is (a, 0), so vpmaddwd gives a * b; packus restores the order */
-        v0 = _mm512_packus_epi32(PROD(_mm512_unpacklo_epi16(a0, zero), _mm512_unpacklo_epi16(b0, zero)),
-                                 PROD(_mm512_unpackhi_epi16(a0, zero), _mm512_unpackhi_epi16(b0, zero)));
-        v1 = _mm512_packus_epi32(PROD(_mm512_unpacklo_epi16(a1, zero), _mm512_unpacklo_epi16(b1, zero)),
-                                 PROD(_mm512_unpackhi_epi16(a1, zero), _mm512_unpackhi_epi16(b1, zero)));
-#    undef PROD
-    }
-    const __m512i perm = _mm512_setr_epi64(0, 2, 4, 6, 1, 3, 5, 7);
-    const __m512i y = _mm512_permutexvar_epi64(perm, _mm512_packus_epi16(v0, v1));
-    return _mm512_min_epu8(y, _mm512_set1_epi8((char)p->x_hi));
-#  else
-    const __m256i zero = _mm256_setzero_si256();
-    const __m256i hi = _mm256_set1_epi16((int16_t)p->ft_hi);
-#    define CL(q) _mm256_min_epi16(_mm256_max_epi16(vload(q), zero), hi)
-    const __m256i a0 = CL(a), a1 = CL(a + 16), b0 = CL(b), b1 = CL(b + 16);
-#    undef CL
-    __m256i v0, v1;
-    if (mode == XS_SHIFT || mode == XS_SHIFT256) {
-        const __m256i p0 = _mm256_mullo_epi16(a0, b0), p1 = _mm256_mullo_epi16(a1, b1);
-        if (nearest) {
-            const __m128i k1 = _mm_cvtsi32_si128(p->k2 - 1);
-            v0 = _mm256_avg_epu16(_mm256_srl_epi16(p0, k1), zero);
-            v1 = _mm256_avg_epu16(_mm256_srl_epi16(p1, k1), zero);
+        /* XS_32 and XS_64: unpack with zero, so that each int32 lane is (a, 0) and vpmaddwd gives a * b; packus of
+           the unpacklo / unpackhi pair restores the order */
+        vec_t r[4];
+        if (mode == XS_64) {
+            const vec_t m = vec_set1_64((int64_t)p->m32), xh = vec_set1_64(p->x_hi);
+            const vec_t add = vec_set1_64(nearest ? (int64_t)1 << (p->s32 - 1) : 0);
+            const __m128i s = _mm_cvtsi32_si128(p->s32);
+#  define PROD(x, y) prod64(vec_madd16((x), (y)), m, add, s, xh)
+            r[0] = PROD(vec_unpacklo16(a0, zero), vec_unpacklo16(b0, zero));
+            r[1] = PROD(vec_unpackhi16(a0, zero), vec_unpackhi16(b0, zero));
+            r[2] = PROD(vec_unpacklo16(a1, zero), vec_unpacklo16(b1, zero));
+            r[3] = PROD(vec_unpackhi16(a1, zero), vec_unpackhi16(b1, zero));
+#  undef PROD
         } else {
-            const __m128i k = _mm_cvtsi32_si128(p->k2);
-            v0 = _mm256_srl_epi16(p0, k);
-            v1 = _mm256_srl_epi16(p1, k);
+            const vec_t m = vec_set1_32((int32_t)p->m32), add = vec_set1_32((int32_t)p->add32);
+            const vec_t xh = vec_set1_32(p->x_hi);
+            const __m128i s = _mm_cvtsi32_si128(p->s32);
+            /* R(a * b) is below 2^31 but may pass 32767 (a clamp of x far below the FT's products): clamped to
+               x_hi in 32 bits, so that the signed packs cannot turn it negative */
+#  define PROD(x, y) vec_min32(vec_srl32(vec_add32(vec_mullo32(vec_madd16((x), (y)), m), add), s), xh)
+            r[0] = PROD(vec_unpacklo16(a0, zero), vec_unpacklo16(b0, zero));
+            r[1] = PROD(vec_unpackhi16(a0, zero), vec_unpackhi16(b0, zero));
+            r[2] = PROD(vec_unpacklo16(a1, zero), vec_unpacklo16(b1, zero));
+            r[3] = PROD(vec_unpackhi16(a1, zero), vec_unpackhi16(b1, zero));
+#  undef PROD
         }
-        if (mode == XS_SHIFT256) {
-            const __m256i b256 = _mm256_set1_epi16(256), big = _mm256_set1_epi16((int16_t)p->big256);
-            v0 = _mm256_blendv_epi8(v0, big, _mm256_cmpeq_epi16(_mm256_and_si256(a0, b0), b256));
-            v1 = _mm256_blendv_epi8(v1, big, _mm256_cmpeq_epi16(_mm256_and_si256(a1, b1), b256));
-        }
-    } else if (mode == XS_16 || mode == XS_17) {
-        const __m256i m = _mm256_set1_epi16((int16_t)p->m16);
-        const __m128i k = _mm_cvtsi32_si128(p->k2), k1 = _mm_cvtsi32_si128(p->k2 - 1);
-        __m256i h0 = _mm256_mulhi_epu16(_mm256_mullo_epi16(a0, b0), m);
-        __m256i h1 = _mm256_mulhi_epu16(_mm256_mullo_epi16(a1, b1), m);
-        if (mode == XS_17) {
-            h0 = _mm256_add_epi16(h0, _mm256_mullo_epi16(_mm256_mulhi_epu16(a0, b0), m));
-            h1 = _mm256_add_epi16(h1, _mm256_mullo_epi16(_mm256_mulhi_epu16(a1, b1), m));
-        }
-        if (nearest) {      /* ((h >> (k - 1)) + 1) >> 1 in one vpavgw: bit k - 1 of h added to h >> k */
-            v0 = _mm256_avg_epu16(_mm256_srl_epi16(h0, k1), zero);
-            v1 = _mm256_avg_epu16(_mm256_srl_epi16(h1, k1), zero);
-        } else {
-            v0 = _mm256_srl_epi16(h0, k);
-            v1 = _mm256_srl_epi16(h1, k);
-        }
-    } else if (mode == XS_64) {
-        const __m256i m = _mm256_set1_epi64x((int64_t)p->m32), xh = _mm256_set1_epi64x(p->x_hi);
-        const __m256i add = _mm256_set1_epi64x(nearest ? (int64_t)1 << (p->s32 - 1) : 0);
-        const __m128i s = _mm_cvtsi32_si128(p->s32);
-#    define PROD(x, y) prod64_256(_mm256_madd_epi16((x), (y)), m, add, s, xh)
-        v0 = _mm256_packus_epi32(PROD(_mm256_unpacklo_epi16(a0, zero), _mm256_unpacklo_epi16(b0, zero)),
-                                 PROD(_mm256_unpackhi_epi16(a0, zero), _mm256_unpackhi_epi16(b0, zero)));
-        v1 = _mm256_packus_epi32(PROD(_mm256_unpacklo_epi16(a1, zero), _mm256_unpacklo_epi16(b1, zero)),
-                                 PROD(_mm256_unpackhi_epi16(a1, zero), _mm256_unpackhi_epi16(b1, zero)));
-#    undef PROD
-    } else {
-        const __m256i m = _mm256_set1_epi32((int32_t)p->m32), add = _mm256_set1_epi32((int32_t)p->add32);
-        const __m256i xh = _mm256_set1_epi32(p->x_hi);
-        const __m128i s = _mm_cvtsi32_si128(p->s32);
-#    define PROD(x, y) _mm256_min_epi32(                                                                     \
-            _mm256_srl_epi32(_mm256_add_epi32(_mm256_mullo_epi32(_mm256_madd_epi16((x), (y)), m), add), s), xh)
-        v0 = _mm256_packus_epi32(PROD(_mm256_unpacklo_epi16(a0, zero), _mm256_unpacklo_epi16(b0, zero)),
-                                 PROD(_mm256_unpackhi_epi16(a0, zero), _mm256_unpackhi_epi16(b0, zero)));
-        v1 = _mm256_packus_epi32(PROD(_mm256_unpacklo_epi16(a1, zero), _mm256_unpacklo_epi16(b1, zero)),
-                                 PROD(_mm256_unpackhi_epi16(a1, zero), _mm256_unpackhi_epi16(b1, zero)));
-#    undef PROD
+        v0 = vec_packus32(r[0], r[1]);
+        v1 = vec_packus32(r[2], r[3]);
     }
-    const __m256i y = _mm256_permute4x64_epi64(_mm256_packus_epi16(v0, v1), 0xD8);
-    return _mm256_min_epu8(y, _mm256_set1_epi8((char)p->x_hi));
-#  endif
+    return vec_min_u8(vec_packus16_ordered(v0, v1), vec_set1_8((int8_t)p->x_hi));
 }
 
-/* Both perspectives with the non-zero groups listed as they are stored (half a multiple of XS_BLK). With
-   `split` (without VNNI), groups with a byte above 127 go to nnz_hi instead (their count to *n_hi): vpmaddubsw
-   is exact on the others. On AVX2 only the groups `sat` marks (a bit a group, NULL: all) are split off, the
-   others' weights keeping every pair of products within int16; AVX-512 splits all of them. */
+/* Both perspectives with the non-zero groups listed as they are stored (half a multiple of VEC_BYTES). With
+   `split` (without VNNI), groups with a byte above 127 that `sat` marks (a bit a group; NULL: every group) go to
+   nnz_hi instead (their count to *n_hi): the weights of the others keep every pair of products within int16, so
+   vpmaddubsw is exact on them. */
 QF_INLINE int64_t transform_scheme_simd(const int16_t *acc_us, const int16_t *acc_them, int64_t half,
                                         const x_plan *p, const int mode, const int nearest, uint8_t *x,
                                         int32_t *nnz, const int split, int32_t *nnz_hi, int64_t *n_hi,
                                         const uint8_t *sat)
 {
     int64_t n = 0, nh = 0;
-#  if defined(QF_USE_AVX512)
-    const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-#  else
-    const __m256i zero = _mm256_setzero_si256();
-#  endif
     for (int q = 0; q < 2; q++) {
         const int16_t *a = q ? acc_them : acc_us;
         uint8_t *out = x + q * half;
-        for (int64_t j = 0; j < half; j += XS_BLK) {
+        for (int64_t j = 0; j < half; j += VEC_BYTES) {
             const vec_t y = transform_block(a + j, a + half + j, p, mode, nearest);
-            vstore(out + j, y);
-#  if defined(QF_USE_AVX512)
-            __mmask16 m = _mm512_test_epi32_mask(y, y);
-            const __m512i ids = _mm512_add_epi32(_mm512_set1_epi32((int32_t)((q * half + j) >> 2)), iota);
+            vec_store(out + j, y);
+            const int32_t base = (int32_t)((q * half + j) >> 2);
+            vmask_t m = vec_nonzero32(y);
             if (split) {
-                const __mmask16 hm = _mm512_test_epi32_mask(y, _mm512_set1_epi32((int32_t)0x80808080u));
-                _mm512_storeu_si512((void *)(nnz_hi + nh), _mm512_maskz_compress_epi32(hm, ids));
-                nh += __builtin_popcount((unsigned)hm);
-                m &= (__mmask16)~hm;
-            }
-            _mm512_storeu_si512((void *)(nnz + n), _mm512_maskz_compress_epi32(m, ids));
-            n += __builtin_popcount((unsigned)m);
-#  else
-            const unsigned zm = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(y, zero)));
-            const __m256i base = _mm256_set1_epi32((int32_t)((q * half + j) >> 2));
-            unsigned m = ~zm & 0xFFu;
-            if (split) {
-                const __m256i top = _mm256_and_si256(y, _mm256_set1_epi32((int32_t)0x80808080u));
-                const unsigned hm = ~(unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(top, zero)))
-                                    & (sat ? sat[(q * half + j) >> 5] : 0xFFu);
+                const vmask_t hm = vec_test32(y, vec_set1_32((int32_t)0x80808080u))
+                                   & (sat ? vec_map_bits(sat, (q * half + j) >> 5) : VMASK_ALL);
                 if (hm) {       /* rare with a map: few groups' weights can saturate (Stockfish's net: 0-2 of 256) */
-                    const __m256i offh = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)nnz_lut[hm]));
-                    _mm256_storeu_si256((__m256i *)(nnz_hi + nh), _mm256_add_epi32(offh, base));
-                    nh += __builtin_popcount(hm);
+                    nh += vec_write_indices(hm, base, nnz_hi + nh);
                     m &= ~hm;
                 }
             }
-            const __m256i off = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)nnz_lut[m]));
-            _mm256_storeu_si256((__m256i *)(nnz + n), _mm256_add_epi32(off, base));
-            n += __builtin_popcount(m);
-#  endif
+            n += vec_write_indices(m, base, nnz + n);
         }
     }
     if (split)
         *n_hi = nh;
-    (void)sat;
     return n;
 }
 #endif
 
 /* x = fc_0's input of both perspectives (side to move first) under the record qs; lists the non-zero 4-byte
    groups into nnz and returns their number. One SIMD body per plan, so each loop is free of branches. With
-   nnz_hi (AVX2 without VNNI, x_hi > 127), the groups holding a byte above 127 that `sat` marks (see
+   nnz_hi (the SIMD variants without VNNI, x_hi > 127), the groups holding a byte above 127 that `sat` marks (see
    transform_scheme_simd) are listed there instead and counted in *n_hi (every group, when the plan has no SIMD
    body). p is plan_x(qs). */
 static int64_t transform_scheme(const int16_t *acc_us, const int16_t *acc_them, int64_t l1, const int64_t *qs,
@@ -1242,8 +1131,8 @@ static int64_t transform_scheme(const int16_t *acc_us, const int16_t *acc_them, 
                                 const uint8_t *sat)
 {
     const int64_t half = l1 / 2;
-#if defined(XS_BLK)
-    if (p->mode != XS_SCALAR && half % XS_BLK == 0) {
+#if defined(QF_SIMD)
+    if (p->mode != XS_SCALAR && half % VEC_BYTES == 0) {
 #  define BODY(mode, nearest) (nnz_hi ? transform_scheme_simd(acc_us, acc_them, half, p, mode, nearest, x, nnz, \
                                                                 1, nnz_hi, n_hi, sat)                          \
                                       : transform_scheme_simd(acc_us, acc_them, half, p, mode, nearest, x, nnz, \
