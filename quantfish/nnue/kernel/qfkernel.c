@@ -7,6 +7,9 @@
  *   QF_VARIANT_AVX512      AVX-512 F/BW/VL                                                   qf_avx512_*
  *   QF_VARIANT_AVX512VNNI  AVX-512 F/BW/VL + VNNI (vpdpbusd)                                 qf_avx512vnni_*
  * The scalar translation unit also defines the variant-independent entry points (CPU detection, build id).
+ * The SIMD routines are written once, over the vec_* helpers ("Vector helpers" below), which are defined for
+ * 512-bit registers in the AVX-512 variants and for 256-bit ones in AVX2; VNNI changes only vec_dot4. The
+ * scalar variant keeps plain C loops of its own (the reference).
  * The API is declared in qfkernel.h. Python (quantfish/nnue/kernel/loader.py) picks one variant at run time. There is no Python.h: every function works on
  * raw pointers and int64 counts, so it can be called through ctypes and from Numba-compiled code.
  *
@@ -809,14 +812,6 @@ QF_API int64_t QF(forward)(const int16_t *acc_us, const int16_t *acc_them, int64
     return head_impl(fc0_out, w1g, b1, w2, b2);
 }
 
-/* Names the routines below still use, until they are written over the vector helpers. */
-#if defined(QF_USE_AVX512)
-#  define DP512(acc, xv, wv) vec_dot4((acc), (xv), (wv))
-#endif
-#if defined(QF_USE_AVX2)
-#  define DP256(acc, xv, wv) vec_dot4((acc), (xv), (wv))
-#endif
-
 /* ------------------------------------------------------------------------------------------------------ */
 /* Quantfish-format nets: the arithmetic of a scheme record (quantfish/nnue/requant.py states it; the definition is  */
 /* quantfish/quant/simulator.py). fc_0's input and fc_0 / fc_1 have SIMD paths chosen per call from the record */
@@ -1167,7 +1162,7 @@ static int64_t transform_scheme(const int16_t *acc_us, const int16_t *acc_them, 
    whose pair sums cannot overflow; the int32 additions wrap as the scalar loop's do. */
 QF_INLINE void fc1_scheme(const int8_t *w1g, const int32_t *b1, const int32_t *in, int64_t *z)
 {
-#if defined(QF_USE_AVX2) || defined(QF_USE_AVX512)
+#if defined(QF_SIMD)
     uint32_t any = 0;
     int16_t in16[QF_FC1_IN] __attribute__((aligned(32)));
     for (int i = 0; i < QF_FC1_IN; i++) {
@@ -1264,7 +1259,7 @@ static int lean_head_plan(const int64_t *qs)
         hi_out |= (uint64_t)QF_ROW(qs, QF_S_AC1)[QF_SCHEME_Q_HI + o];
     if ((hi_in | hi_out) & ~(uint64_t)255)
         return 0;
-#if !defined(QF_USE_AVX2) && !defined(QF_USE_AVX512)
+#if !defined(QF_SIMD)
     if (plan || (lim & ~(uint64_t)32767))
         return 0;        /* the scalar variant's lean_head has no 64-bit sites: the general head is as good */
 #else
@@ -1299,52 +1294,156 @@ static int lean_head_plan(const int64_t *qs)
         }                                                                                                  \
     } while (0)
 
-/* fc_1 on 32 byte inputs, z[o] = b1[o] + sum_i w1[o][i] * in[i] (int32, wrapping), for the AVX2 and scalar lean
-   heads (the AVX-512 one has its own): vpmaddubsw when every input is <= 127 (plan without HEAD_FC1_WIDE), each
-   byte split in two exact halves otherwise. */
-QF_INLINE void fc1_bytes(const int8_t *w1g, const int32_t *b1, const uint8_t *in, int plan, int32_t *z)
+/* The head of a record lean_head_plan accepts, equal to forward_scheme's general head. The SIMD variants hold
+   each activation site of fc_0 in FC0_REGS registers of its 16 rows (row 15, the skip, is computed and dropped)
+   and fc_1's outputs in FC1_REGS, build fc_1's 32 input bytes in registers and store them whole (as head_impl
+   does), so that fc_1's 4-byte loads are forwarded from those stores. */
+#if defined(QF_SIMD)
+
+/* fc_1 on 32 byte inputs, z = b1 + sum_i w1[.][i] * in[i] (int32, wrapping): vpmaddubsw when every input is
+   <= 127 (plan without HEAD_FC1_WIDE) or with VNNI, else each byte split in two exact halves. */
+QF_INLINE void fc1_bytes(const int8_t *w1g, const int32_t *b1, const uint8_t *in, int plan, vec_t *z)
 {
-#if defined(QF_USE_AVX2)
-    const __m256i ones = _mm256_set1_epi16(1);
-    __m256i acc[4], accb[4];
+    vec_t acc[FC1_REGS];
 #pragma GCC unroll 4
-    for (int q = 0; q < 4; q++)
-        acc[q] = accb[q] = _mm256_setzero_si256();
+    for (int q = 0; q < FC1_REGS; q++)
+        acc[q] = vec_zero();
+#  if !defined(QF_USE_VNNI)
     if (plan & HEAD_FC1_WIDE) {
         /* inputs up to 255: x = r + 128 b (r = x & 127, b = x >> 7), both exact through vpmaddubsw; the b parts,
            at most 2 * 128 a pair, are summed over the 8 groups in int16 (2048 at most) and scaled once */
-        const __m256i low7 = _mm256_set1_epi8(0x7F), one8 = _mm256_set1_epi8(1);
+        const vec_t low7 = vec_set1_8(0x7F), one8 = vec_set1_8(1);
+        vec_t accb[FC1_REGS];
+#pragma GCC unroll 4
+        for (int q = 0; q < FC1_REGS; q++)
+            accb[q] = vec_zero();
 #pragma GCC unroll 8
         for (int g = 0; g < QF_FC1_IN / 4; g++) {
-            const __m256i xv = _mm256_set1_epi32(load_i32(in + 4 * g));
-            const __m256i rv = _mm256_and_si256(xv, low7), bv = _mm256_and_si256(_mm256_srli_epi16(xv, 7), one8);
+            const vec_t xv = vec_set1_32(load_i32(in + 4 * g));
+            const vec_t rv = vec_and(xv, low7), bv = vec_and(vec_srli16(xv, 7), one8);
 #pragma GCC unroll 4
-            for (int q = 0; q < 4; q++) {
-                const __m256i wv = _mm256_loadu_si256((const __m256i *)(w1g + W1G_GROUP * g + 32 * q));
-                acc[q] = _mm256_add_epi32(acc[q], _mm256_madd_epi16(_mm256_maddubs_epi16(rv, wv), ones));
-                accb[q] = _mm256_add_epi16(accb[q], _mm256_maddubs_epi16(bv, wv));
+            for (int q = 0; q < FC1_REGS; q++) {
+                const vec_t wv = vec_load(w1g + W1G_GROUP * g + VEC_BYTES * q);
+                acc[q] = vec_dot4(acc[q], rv, wv);
+                accb[q] = vec_add16(accb[q], vec_maddubs(bv, wv));
             }
         }
 #pragma GCC unroll 4
-        for (int q = 0; q < 4; q++)
-            acc[q] = _mm256_add_epi32(acc[q], _mm256_madd_epi16(accb[q], _mm256_set1_epi16(128)));
-    } else {
+        for (int q = 0; q < FC1_REGS; q++)
+            acc[q] = vec_add32(acc[q], vec_madd16(accb[q], vec_set1_16(128)));
+    } else
+#  endif
+    {
+        (void)plan;
 #pragma GCC unroll 8
         for (int g = 0; g < QF_FC1_IN / 4; g++) {
-            const __m256i xv = _mm256_set1_epi32(load_i32(in + 4 * g));
+            const vec_t xv = vec_set1_32(load_i32(in + 4 * g));
 #pragma GCC unroll 4
-            for (int q = 0; q < 4; q++) {
-                const __m256i wv = _mm256_loadu_si256((const __m256i *)(w1g + W1G_GROUP * g + 32 * q));
-                acc[q] = _mm256_add_epi32(acc[q], _mm256_madd_epi16(_mm256_maddubs_epi16(xv, wv), ones));
-            }
+            for (int q = 0; q < FC1_REGS; q++)
+                acc[q] = vec_dot4(acc[q], xv, vec_load(w1g + W1G_GROUP * g + VEC_BYTES * q));
         }
     }
 #pragma GCC unroll 4
-    for (int q = 0; q < 4; q++)
-        _mm256_storeu_si256((__m256i *)(z + 8 * q),
-                            _mm256_add_epi32(acc[q], _mm256_loadu_si256((const __m256i *)(b1 + 8 * q))));
+    for (int q = 0; q < FC1_REGS; q++)
+        z[q] = vec_add32(acc[q], vec_load(b1 + VEC_I32 * q));
+}
+
+/* clamp(R(p), 0, hi) of VEC_I32 64-bit products of a site (pe: rows o, o+2, ..; po: rows o+1, o+3, ..) below
+   2^63 with the rounding addend, as int32 lanes in row order: the values are >= 0, so the logical shift and
+   the 64-bit min are exact. */
+QF_INLINE vec_t round_clamp(vec_t pe, vec_t po, const int64_t *q, vec_t hi)
+{
+    const int s = (int)q[QF_SCHEME_Q_SHIFT];
+    const vec_t add = vec_set1_64(q[QF_SCHEME_Q_ROUND] == 2 && s > 0 ? (int64_t)1 << (s - 1) : 0);
+    const __m128i sh = _mm_cvtsi32_si128(s);
+    pe = vec_min64(vec_srl64(vec_add64(pe, add), sh), vec_and(hi, vec_set1_64(0xFFFFFFFF)));
+    po = vec_min64(vec_srl64(vec_add64(po, add), sh), vec_srli64(hi, 32));
+    return vec_blend_odd32(pe, vec_slli64(po, 32));
+}
+
+/* clamp(R(v * mul[o..]), 0, hi) of a site with multipliers (HEAD_MUL64_*): v is first made >= 0, so that the
+   unsigned 32 x 32 -> 64-bit products (below 2^62) plus the rounding addend fit 63 bits. */
+QF_INLINE vec_t mulshift(vec_t v, const int64_t *q, int o, vec_t hi)
+{
+    v = vec_max32(v, vec_zero());
+    const vec_t m = vec_narrow64(q + QF_SCHEME_Q_MUL + o);
+    return round_clamp(vec_mul_u32(v, m), vec_mul_u32(vec_srli64(v, 32), vec_srli64(m, 32)), q, hi);
+}
+
+/* t * m for 64-bit t and the low 32 bits of m, in two 32-bit halves: lo(t) * m + (hi(t) * m << 32), exact
+   while the product is below 2^64. */
+QF_INLINE vec_t mul64x32(vec_t t, vec_t m)
+{
+    return vec_add64(vec_mul_u32(t, m), vec_slli64(vec_mul_u32(vec_srli64(t, 32), m), 32));
+}
+
+/* clamp(R(c * c * mul[o..]), 0, hi) for c in 0..2^31-1 (HEAD_MUL64_SQR): the squares in 64-bit lanes (vpmuludq
+   of the even and the odd lanes), then times the multiplier; lean_head_plan has checked that the product with
+   the addend stays below 2^63. */
+QF_INLINE vec_t sqshift(vec_t c, const int64_t *q, int o, vec_t hi)
+{
+    const vec_t m = vec_narrow64(q + QF_SCHEME_Q_MUL + o);
+    const vec_t co = vec_srli64(c, 32);
+    return round_clamp(mul64x32(vec_mul_u32(c, c), m), mul64x32(vec_mul_u32(co, co), vec_srli64(m, 32)), q, hi);
+}
+
+/* R(v) of a shift site (SHIFT_ROWS in vector lanes). */
+QF_INLINE vec_t shift_round(vec_t v, const int64_t *q)
+{
+    const int s = (int)q[QF_SCHEME_Q_SHIFT];
+    if (s == 0)
+        return v;
+    if (q[QF_SCHEME_Q_ROUND] == 2) {
+        v = vec_sra32(vec_min32(v, vec_set1_32(INT32_MAX - 1)), _mm_cvtsi32_si128(s - 1));
+        return vec_srai32(vec_add32(v, vec_set1_32(1)), 1);
+    }
+    return vec_sra32(v, _mm_cvtsi32_si128(s));
+}
+
+static int64_t lean_head(const int32_t *z0, const int64_t *qs, int plan, const int8_t *w1g, const int32_t *b1,
+                          const int8_t *w2, int64_t b2)
+{
+    const int64_t *qsq = QF_ROW(qs, QF_S_SQR), *qlim = QF_ROW(qs, QF_S_SQR_LIMIT), *q0 = QF_ROW(qs, QF_S_AC0),
+                  *q1 = QF_ROW(qs, QF_S_AC1);
+    const vec_t zero = vec_zero();
+    vec_t sq[FC0_REGS], h[FC0_REGS];
+#pragma GCC unroll 2
+    for (int k = 0; k < FC0_REGS; k++) {
+        const int o = VEC_I32 * k;
+        const vec_t v = vec_load(z0 + o);
+        const vec_t lim = vec_narrow64(qlim + QF_SCHEME_Q_HI + o);
+        const vec_t c = vec_min32(vec_abs32(vec_max32(v, vec_sub32(zero, lim))), lim);
+        const vec_t sq_hi = vec_narrow64(qsq + QF_SCHEME_Q_HI + o), h_hi = vec_narrow64(q0 + QF_SCHEME_Q_HI + o);
+        /* a limit <= 32767 with shifts only: the square in int32 */
+        sq[k] = (plan & HEAD_MUL64_SQR) ? sqshift(c, qsq, o, sq_hi)
+                                        : vec_min32(shift_round(vec_mullo32(c, c), qsq), sq_hi);
+        h[k] = (plan & HEAD_MUL64_AC0) ? mulshift(v, q0, o, h_hi)
+                                       : vec_min32(vec_max32(shift_round(v, q0), zero), h_hi);
+    }
+    /* bytes sq[0..14], h[0..14], 0, 0 (each value is in 0..255) */
+    __m128i sqb, hb;
+    vec_bytes16x2(sq, h, &sqb, &hb);
+    uint8_t in[QF_FC1_IN] __attribute__((aligned(32)));
+    store_fc1_input(sqb, hb, in);
+
+    vec_t z1[FC1_REGS];
+    fc1_bytes(w1g, b1, in, plan, z1);
+    vec_t acc = zero;
+#pragma GCC unroll 4
+    for (int k = 0; k < FC1_REGS; k++) {
+        const int o = VEC_I32 * k;
+        const vec_t c_hi = vec_narrow64(q1 + QF_SCHEME_Q_HI + o);
+        const vec_t a = (plan & HEAD_MUL64_AC1) ? mulshift(z1[k], q1, o, c_hi)
+                                                : vec_min32(vec_max32(shift_round(z1[k], q1), zero), c_hi);
+        acc = vec_add32(acc, vec_mullo32(a, vec_load_i8_i32(w2 + o)));
+    }
+    const int64_t fc2 = (int64_t)vec_hsum32(acc);
+    return requant_row(b2 + fc2, QF_ROW(qs, QF_S_OUT), 0) + requant_row(z0[QF_FC0_OUT - 1], QF_ROW(qs, QF_S_SKIP), 0);
+}
 #else
-    (void)plan;
+/* fc_1 on 32 byte inputs, z[o] = b1[o] + sum_i w1[o][i] * in[i] (int32, wrapping). */
+QF_INLINE void fc1_bytes(const int8_t *w1g, const int32_t *b1, const uint8_t *in, int32_t *z)
+{
     for (int o = 0; o < QF_FC1_OUT; o++) {
         uint32_t sum = (uint32_t)b1[o];
         for (int g = 0; g < QF_FC1_IN / 4; g++)
@@ -1352,73 +1451,6 @@ QF_INLINE void fc1_bytes(const int8_t *w1g, const int32_t *b1, const uint8_t *in
                 sum += (uint32_t)((int32_t)w1g[W1G_GROUP * g + 4 * o + k] * in[4 * g + k]);
         z[o] = (int32_t)sum;
     }
-#endif
-}
-
-/* The head of a record lean_head_plan accepts, equal to forward_scheme's general head. The SIMD
-   variants build fc_1's 32 input bytes in registers and store them whole (as head_impl does), so that fc_1's
-   4-byte loads are forwarded from those stores. */
-#if defined(QF_USE_AVX512)
-/* The lean head in 16-lane vectors (the AVX-512 variants): each activation site of fc_0 is one vector of its 16
-   rows (row 15, the skip, is computed and dropped), fc_1's outputs two, with unsigned 64-bit min for the
-   clamps of the 64-bit sites; otherwise the arithmetic of the eight-lane head below. */
-
-/* 16 int64 values known to fit int32 (rows o..o+15 of a record field), as one vector of int32. */
-QF_INLINE __m512i narrow16(const int64_t *p)
-{
-    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtepi64_epi32(_mm512_loadu_si512((const void *)p))),
-                              _mm512_cvtepi64_epi32(_mm512_loadu_si512((const void *)(p + 8))), 1);
-}
-
-/* clamp(R(p), 0, hi) of sixteen 64-bit products below 2^63 with the rounding addend (pe: the even rows', po: the
-   odd rows'), as int32 lanes in row order; the values are >= 0, so the unsigned min clamps them. */
-QF_INLINE __m512i round_clamp16(__m512i pe, __m512i po, const int64_t *q, __m512i hi)
-{
-    const int s = (int)q[QF_SCHEME_Q_SHIFT];
-    const __m512i add = _mm512_set1_epi64(q[QF_SCHEME_Q_ROUND] == 2 && s > 0 ? (int64_t)1 << (s - 1) : 0);
-    const __m128i sh = _mm_cvtsi32_si128(s);
-    pe = _mm512_min_epu64(_mm512_srl_epi64(_mm512_add_epi64(pe, add), sh),
-                          _mm512_and_si512(hi, _mm512_set1_epi64(0xFFFFFFFF)));
-    po = _mm512_min_epu64(_mm512_srl_epi64(_mm512_add_epi64(po, add), sh), _mm512_srli_epi64(hi, 32));
-    return _mm512_mask_blend_epi32((__mmask16)0xAAAA, pe, _mm512_slli_epi64(po, 32));
-}
-
-/* mulshift8 in sixteen lanes. */
-QF_INLINE __m512i mulshift16(__m512i v, const int64_t *q, int o, __m512i hi)
-{
-    v = _mm512_max_epi32(v, _mm512_setzero_si512());
-    const __m512i m = narrow16(q + QF_SCHEME_Q_MUL + o);
-    return round_clamp16(_mm512_mul_epu32(v, m), _mm512_mul_epu32(_mm512_srli_epi64(v, 32), _mm512_srli_epi64(m, 32)),
-                         q, hi);
-}
-
-/* mul64x32 in eight 64-bit lanes. */
-QF_INLINE __m512i mul64x32_512(__m512i t, __m512i m)
-{
-    const __m512i hi_part = _mm512_mul_epu32(_mm512_srli_epi64(t, 32), m);
-    return _mm512_add_epi64(_mm512_mul_epu32(t, m), _mm512_slli_epi64(hi_part, 32));
-}
-
-/* sqshift8 in sixteen lanes. */
-QF_INLINE __m512i sqshift16(__m512i c, const int64_t *q, __m512i hi)
-{
-    const __m512i m = narrow16(q + QF_SCHEME_Q_MUL);
-    const __m512i co = _mm512_srli_epi64(c, 32);
-    return round_clamp16(mul64x32_512(_mm512_mul_epu32(c, c), m),
-                         mul64x32_512(_mm512_mul_epu32(co, co), _mm512_srli_epi64(m, 32)), q, hi);
-}
-
-/* shift_round8 in sixteen lanes. */
-QF_INLINE __m512i shift_round16(__m512i v, const int64_t *q)
-{
-    const int s = (int)q[QF_SCHEME_Q_SHIFT];
-    if (s == 0)
-        return v;
-    if (q[QF_SCHEME_Q_ROUND] == 2) {
-        v = _mm512_sra_epi32(_mm512_min_epi32(v, _mm512_set1_epi32(INT32_MAX - 1)), _mm_cvtsi32_si128(s - 1));
-        return _mm512_srai_epi32(_mm512_add_epi32(v, _mm512_set1_epi32(1)), 1);
-    }
-    return _mm512_sra_epi32(v, _mm_cvtsi32_si128(s));
 }
 
 static int64_t lean_head(const int32_t *z0, const int64_t *qs, int plan, const int8_t *w1g, const int32_t *b1,
@@ -1426,186 +1458,7 @@ static int64_t lean_head(const int32_t *z0, const int64_t *qs, int plan, const i
 {
     const int64_t *qsq = QF_ROW(qs, QF_S_SQR), *qlim = QF_ROW(qs, QF_S_SQR_LIMIT), *q0 = QF_ROW(qs, QF_S_AC0),
                   *q1 = QF_ROW(qs, QF_S_AC1);
-    const __m512i zero = _mm512_setzero_si512();
-    const __m512i v = _mm512_loadu_si512((const void *)z0);
-    const __m512i lim = narrow16(qlim + QF_SCHEME_Q_HI);
-    const __m512i c = _mm512_min_epi32(_mm512_abs_epi32(_mm512_max_epi32(v, _mm512_sub_epi32(zero, lim))), lim);
-    const __m512i sq_hi = narrow16(qsq + QF_SCHEME_Q_HI), h_hi = narrow16(q0 + QF_SCHEME_Q_HI);
-    /* a limit <= 32767 with shifts only: the square in int32 */
-    const __m512i sq = (plan & HEAD_MUL64_SQR) ? sqshift16(c, qsq, sq_hi)
-                                               : _mm512_min_epi32(shift_round16(_mm512_mullo_epi32(c, c), qsq), sq_hi);
-    const __m512i h = (plan & HEAD_MUL64_AC0) ? mulshift16(v, q0, 0, h_hi)
-                                              : _mm512_min_epi32(_mm512_max_epi32(shift_round16(v, q0), zero), h_hi);
-    /* bytes sq[0..14], h[0..14], 0, 0 (each value is in 0..255) */
-    const __m128i sqb = _mm512_cvtepi32_epi8(sq), hb = _mm512_cvtepi32_epi8(h);
-    const __m128i keep15 = _mm_setr_epi8(-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0);
-    const __m128i keep14 = _mm_setr_epi8(-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 0);
-    uint8_t in[QF_FC1_IN] __attribute__((aligned(32)));
-    _mm_store_si128((__m128i *)in, _mm_or_si128(_mm_and_si128(sqb, keep15), _mm_slli_si128(hb, 15)));
-    _mm_store_si128((__m128i *)(in + 16), _mm_and_si128(_mm_srli_si128(hb, 1), keep14));
-
-    /* fc_1: outputs 0..15 and 16..31, 64 weight bytes a group each (int32 sums, wrapping) */
-    __m512i s0 = zero, s1 = zero;
-#  if !defined(QF_USE_VNNI)
-    if (plan & HEAD_FC1_WIDE) {
-        /* inputs up to 255 without VNNI: x = r + 128 b, as fc1_bytes does */
-        const __m512i low7 = _mm512_set1_epi8(0x7F), one8 = _mm512_set1_epi8(1), ones = _mm512_set1_epi16(1);
-        __m512i b0s = zero, b1s = zero;
-#pragma GCC unroll 8
-        for (int g = 0; g < QF_FC1_IN / 4; g++) {
-            const __m512i xv = _mm512_set1_epi32(load_i32(in + 4 * g));
-            const __m512i rv = _mm512_and_si512(xv, low7), bv = _mm512_and_si512(_mm512_srli_epi16(xv, 7), one8);
-            const __m512i w0v = _mm512_loadu_si512((const void *)(w1g + W1G_GROUP * g));
-            const __m512i w1v = _mm512_loadu_si512((const void *)(w1g + W1G_GROUP * g + 64));
-            s0 = _mm512_add_epi32(s0, _mm512_madd_epi16(_mm512_maddubs_epi16(rv, w0v), ones));
-            s1 = _mm512_add_epi32(s1, _mm512_madd_epi16(_mm512_maddubs_epi16(rv, w1v), ones));
-            b0s = _mm512_add_epi16(b0s, _mm512_maddubs_epi16(bv, w0v));
-            b1s = _mm512_add_epi16(b1s, _mm512_maddubs_epi16(bv, w1v));
-        }
-        s0 = _mm512_add_epi32(s0, _mm512_madd_epi16(b0s, _mm512_set1_epi16(128)));
-        s1 = _mm512_add_epi32(s1, _mm512_madd_epi16(b1s, _mm512_set1_epi16(128)));
-    } else
-#  endif
-    {
-#pragma GCC unroll 8
-        for (int g = 0; g < QF_FC1_IN / 4; g++) {
-            const __m512i xv = _mm512_set1_epi32(load_i32(in + 4 * g));
-            s0 = DP512(s0, xv, _mm512_loadu_si512((const void *)(w1g + W1G_GROUP * g)));
-            s1 = DP512(s1, xv, _mm512_loadu_si512((const void *)(w1g + W1G_GROUP * g + 64)));
-        }
-    }
-    const __m512i z1[2] = {_mm512_add_epi32(s0, _mm512_loadu_si512((const void *)b1)),
-                           _mm512_add_epi32(s1, _mm512_loadu_si512((const void *)(b1 + 16)))};
-    __m512i acc = zero;
-    for (int k = 0; k < 2; k++) {
-        const __m512i c_hi = narrow16(q1 + QF_SCHEME_Q_HI + 16 * k);
-        const __m512i a = (plan & HEAD_MUL64_AC1) ? mulshift16(z1[k], q1, 16 * k, c_hi)
-                                                  : _mm512_min_epi32(_mm512_max_epi32(shift_round16(z1[k], q1), zero), c_hi);
-        const __m512i wk = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(w2 + 16 * k)));
-        acc = _mm512_add_epi32(acc, _mm512_mullo_epi32(a, wk));
-    }
-    const int64_t fc2 = (int64_t)_mm512_reduce_add_epi32(acc);
-    return requant_row(b2 + fc2, QF_ROW(qs, QF_S_OUT), 0) + requant_row(z0[QF_FC0_OUT - 1], QF_ROW(qs, QF_S_SKIP), 0);
-}
-#elif defined(QF_USE_AVX2)
-/* 8 int64 values known to fit int32, as one vector of int32. */
-QF_INLINE __m256i narrow8(const int64_t *p)
-{
-    const __m256i idx = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
-    const __m256i a = _mm256_permutevar8x32_epi32(_mm256_loadu_si256((const __m256i *)p), idx);
-    const __m256i b = _mm256_permutevar8x32_epi32(_mm256_loadu_si256((const __m256i *)(p + 4)), idx);
-    return _mm256_permute2x128_si256(a, b, 0x20);
-}
-
-/* clamp(R(p), 0, hi) of eight 64-bit products of a site (pe: rows o, o+2, ..; po: rows o+1, o+3, ..) below
-   2^63 with the rounding addend, as int32 lanes in row order: the logical shift and the signed compare with hi
-   are exact there. */
-QF_INLINE __m256i round_clamp8(__m256i pe, __m256i po, const int64_t *q, __m256i hi)
-{
-    const int s = (int)q[QF_SCHEME_Q_SHIFT];
-    const __m256i add = _mm256_set1_epi64x(q[QF_SCHEME_Q_ROUND] == 2 && s > 0 ? (int64_t)1 << (s - 1) : 0);
-    const __m128i sh = _mm_cvtsi32_si128(s);
-    const __m256i hi_e = _mm256_and_si256(hi, _mm256_set1_epi64x(0xFFFFFFFF)), hi_o = _mm256_srli_epi64(hi, 32);
-    pe = _mm256_srl_epi64(_mm256_add_epi64(pe, add), sh);
-    po = _mm256_srl_epi64(_mm256_add_epi64(po, add), sh);
-    pe = _mm256_blendv_epi8(pe, hi_e, _mm256_cmpgt_epi64(pe, hi_e));
-    po = _mm256_blendv_epi8(po, hi_o, _mm256_cmpgt_epi64(po, hi_o));
-    return _mm256_blend_epi32(pe, _mm256_slli_epi64(po, 32), 0xAA);
-}
-
-/* clamp(R(v * mul[o..o+7]), 0, hi) of a site with multipliers (HEAD_MUL64_*): v is first made >= 0, so that
-   the unsigned 32 x 32 -> 64-bit products (below 2^62) plus the rounding addend fit 63 bits. */
-QF_INLINE __m256i mulshift8(__m256i v, const int64_t *q, int o, __m256i hi)
-{
-    v = _mm256_max_epi32(v, _mm256_setzero_si256());
-    const __m256i m = narrow8(q + QF_SCHEME_Q_MUL + o);
-    return round_clamp8(_mm256_mul_epu32(v, m), _mm256_mul_epu32(_mm256_srli_epi64(v, 32), _mm256_srli_epi64(m, 32)),
-                        q, hi);
-}
-
-/* t * m for 64-bit t and the low 32 bits of m, in two 32-bit halves: lo(t) * m + (hi(t) * m << 32), exact
-   while the product is below 2^64. */
-QF_INLINE __m256i mul64x32(__m256i t, __m256i m)
-{
-    const __m256i hi_part = _mm256_mul_epu32(_mm256_srli_epi64(t, 32), m);
-    return _mm256_add_epi64(_mm256_mul_epu32(t, m), _mm256_slli_epi64(hi_part, 32));
-}
-
-/* clamp(R(c * c * mul[o..o+7]), 0, hi) for c in 0..2^31-1 (HEAD_MUL64_SQR): the squares in 64-bit lanes (vpmuludq
-   of the even and the odd lanes), then times the multiplier; lean_head_plan has checked that the product with
-   the addend stays below 2^63. */
-QF_INLINE __m256i sqshift8(__m256i c, const int64_t *q, int o, __m256i hi)
-{
-    const __m256i m = narrow8(q + QF_SCHEME_Q_MUL + o);
-    const __m256i co = _mm256_srli_epi64(c, 32);
-    return round_clamp8(mul64x32(_mm256_mul_epu32(c, c), m),
-                        mul64x32(_mm256_mul_epu32(co, co), _mm256_srli_epi64(m, 32)), q, hi);
-}
-
-/* R(v) of a shift site (SHIFT_ROWS in eight lanes). */
-QF_INLINE __m256i shift_round8(__m256i v, const int64_t *q)
-{
-    const int s = (int)q[QF_SCHEME_Q_SHIFT];
-    if (s == 0)
-        return v;
-    if (q[QF_SCHEME_Q_ROUND] == 2) {
-        v = _mm256_sra_epi32(_mm256_min_epi32(v, _mm256_set1_epi32(INT32_MAX - 1)), _mm_cvtsi32_si128(s - 1));
-        return _mm256_srai_epi32(_mm256_add_epi32(v, _mm256_set1_epi32(1)), 1);
-    }
-    return _mm256_sra_epi32(v, _mm_cvtsi32_si128(s));
-}
-
-static int64_t lean_head(const int32_t *z0, const int64_t *qs, int plan, const int8_t *w1g, const int32_t *b1,
-                          const int8_t *w2, int64_t b2)
-{
-    const int64_t *qsq = QF_ROW(qs, QF_S_SQR), *qlim = QF_ROW(qs, QF_S_SQR_LIMIT), *q0 = QF_ROW(qs, QF_S_AC0),
-                  *q1 = QF_ROW(qs, QF_S_AC1);
-    const __m256i zero = _mm256_setzero_si256();
-    __m256i sq[2], h[2];
-    for (int k = 0; k < 2; k++) {
-        const __m256i v = _mm256_loadu_si256((const __m256i *)(z0 + 8 * k));
-        const __m256i lim = narrow8(qlim + QF_SCHEME_Q_HI + 8 * k);
-        const __m256i c = _mm256_min_epi32(_mm256_abs_epi32(_mm256_max_epi32(v, _mm256_sub_epi32(zero, lim))), lim);
-        const __m256i sq_hi = narrow8(qsq + QF_SCHEME_Q_HI + 8 * k), h_hi = narrow8(q0 + QF_SCHEME_Q_HI + 8 * k);
-        /* a limit <= 32767 with shifts only: the square in int32 */
-        sq[k] = (plan & HEAD_MUL64_SQR) ? sqshift8(c, qsq, 8 * k, sq_hi)
-                                        : _mm256_min_epi32(shift_round8(_mm256_mullo_epi32(c, c), qsq), sq_hi);
-        h[k] = (plan & HEAD_MUL64_AC0) ? mulshift8(v, q0, 8 * k, h_hi)
-                                       : _mm256_min_epi32(_mm256_max_epi32(shift_round8(v, q0), zero), h_hi);
-    }
-    /* int32 -> int16 -> uint8 with the lane order restored after each pack: bytes sq[0..15], h[0..15] */
-    const __m256i sq16 = _mm256_permute4x64_epi64(_mm256_packs_epi32(sq[0], sq[1]), 0xD8);
-    const __m256i h16 = _mm256_permute4x64_epi64(_mm256_packs_epi32(h[0], h[1]), 0xD8);
-    const __m256i bytes = _mm256_permute4x64_epi64(_mm256_packus_epi16(sq16, h16), 0xD8);
-    const __m128i sqb = _mm256_castsi256_si128(bytes), hb = _mm256_extracti128_si256(bytes, 1);
-    const __m128i keep15 = _mm_setr_epi8(-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0);
-    const __m128i keep14 = _mm_setr_epi8(-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 0);
-    uint8_t in[QF_FC1_IN] __attribute__((aligned(32)));
-    _mm_store_si128((__m128i *)in, _mm_or_si128(_mm_and_si128(sqb, keep15), _mm_slli_si128(hb, 15)));
-    _mm_store_si128((__m128i *)(in + 16), _mm_and_si128(_mm_srli_si128(hb, 1), keep14));
-
-    int32_t z1[QF_FC1_OUT] __attribute__((aligned(32)));
-    fc1_bytes(w1g, b1, in, plan, z1);
-    __m256i acc = zero;
-    for (int q = 0; q < 4; q++) {
-        const __m256i z = _mm256_load_si256((const __m256i *)(z1 + 8 * q)), c_hi = narrow8(q1 + QF_SCHEME_Q_HI + 8 * q);
-        const __m256i c = (plan & HEAD_MUL64_AC1) ? mulshift8(z, q1, 8 * q, c_hi)
-                                                  : _mm256_min_epi32(_mm256_max_epi32(shift_round8(z, q1), zero), c_hi);
-        const __m256i wq = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(w2 + 8 * q)));
-        acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(c, wq));
-    }
-    __m128i r = _mm_add_epi32(_mm256_castsi256_si128(acc), _mm256_extracti128_si256(acc, 1));
-    r = _mm_add_epi32(r, _mm_shuffle_epi32(r, 0x4E));
-    r = _mm_add_epi32(r, _mm_shuffle_epi32(r, 0xB1));
-    const int64_t fc2 = (int64_t)_mm_cvtsi128_si32(r);
-    return requant_row(b2 + fc2, QF_ROW(qs, QF_S_OUT), 0) + requant_row(z0[QF_FC0_OUT - 1], QF_ROW(qs, QF_S_SKIP), 0);
-}
-#else
-static int64_t lean_head(const int32_t *z0, const int64_t *qs, int plan, const int8_t *w1g, const int32_t *b1,
-                          const int8_t *w2, int64_t b2)
-{
-    const int64_t *qsq = QF_ROW(qs, QF_S_SQR), *qlim = QF_ROW(qs, QF_S_SQR_LIMIT), *q0 = QF_ROW(qs, QF_S_AC0),
-                  *q1 = QF_ROW(qs, QF_S_AC1);
+    (void)plan;
     int32_t sq[QF_FC0_OUT], h[QF_FC0_OUT];
     for (int o = 0; o < QF_FC0_OUT; o++) {
         const int32_t lim = (int32_t)qlim[QF_SCHEME_Q_HI + o], v = z0[o];
@@ -1626,7 +1479,7 @@ static int64_t lean_head(const int32_t *z0, const int64_t *qs, int plan, const i
     for (int i = 2 * (QF_FC0_OUT - 1); i < QF_FC1_IN; i++)
         in[i] = 0;
     int32_t z1[QF_FC1_OUT];
-    fc1_bytes(w1g, b1, in, plan, z1);
+    fc1_bytes(w1g, b1, in, z1);
     SHIFT_ROWS(z1, QF_FC1_OUT, (int)q1[QF_SCHEME_Q_SHIFT], q1[QF_SCHEME_Q_ROUND] == 2);
     int32_t fc2 = 0;
     for (int o = 0; o < QF_FC1_OUT; o++) {
@@ -1638,7 +1491,7 @@ static int64_t lean_head(const int32_t *z0, const int64_t *qs, int plan, const i
 #endif
 #undef SHIFT_ROWS
 
-#if (defined(QF_USE_AVX2) || defined(QF_USE_AVX512)) && !defined(QF_USE_VNNI)
+#if defined(QF_SIMD) && !defined(QF_USE_VNNI)
 /* fc0_impl for inputs up to 255 without VNNI: the weights are widened to int16 and vpmaddwd sums pairs of
    products (at most 2 * 255 * 128 in magnitude: no saturation), so it is exact for any byte. One 16-byte
    piece of a group is outputs 4q..4q+3 times inputs 4g..4g+3. */
