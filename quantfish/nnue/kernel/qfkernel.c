@@ -10,10 +10,12 @@
  * The SIMD routines are written once, over the vec_* helpers ("Vector helpers" below), which are defined for
  * 512-bit registers in the AVX-512 variants and for 256-bit ones in AVX2; VNNI changes only vec_dot4. The
  * scalar variant keeps plain C loops of its own (the reference).
- * The API is declared in qfkernel.h. Python (quantfish/nnue/kernel/loader.py) picks one variant at run time. There is no Python.h: every function works on
+ * The API is declared in qfkernel.h. Python (quantfish/nnue/kernel/loader.py) picks one variant at run time.
+ * There is no Python.h: every function works on
  * raw pointers and int64 counts, so it can be called through ctypes and from Numba-compiled code.
  *
- * Every function gives exactly the integers of the Numba path (quantfish/nnue/layers.py, quantfish/nnue/accumulator.py):
+ * Every function gives exactly the integers of the Numba path (quantfish/nnue/layers.py,
+ * quantfish/nnue/accumulator.py):
  *   - accumulators: int16 wrapping adds of FT weight rows, int32 wrapping adds of PSQT rows;
  *   - transform with s = ft_shift (0 for 15.1 nets, 1 for 17.1 nets, whose FT Stockfish doubles at load):
  *     a = int16(acc << s) (wrapping), x = (clamp(a[j], 0, 127 << s) * clamp(a[j + l1/2], 0, 127 << s))
@@ -35,7 +37,8 @@
  *   w1g  int8 [8][32][4]     fc_1 weights of one stack: w1g[g][o][k] = w1[o][4g+k]
  *
  * The widths, shifts and scales (16, 32, 6, 19, 127, 9600 / 8128, ...) are not stated here: they come from
- * qfarch.h, which nnue/build_kernel.py writes from quantfish/nnue/architecture.py before compiling. The SIMD code is
+ * qfarch.h, which quantfish/nnue/kernel/build.py writes from quantfish/nnue/architecture.py before compiling.
+ * The SIMD code is
  * written for the present widths; the checks after the #include refuse to compile for others.
  *
  * Original code written for Quantfish.
@@ -73,7 +76,7 @@
 #  define QF_BUILD_ID "unknown"
 #endif
 
-#include "qfarch.h"   /* generated from quantfish/nnue/architecture.py by nnue/build_kernel.py */
+#include "qfarch.h"   /* generated from quantfish/nnue/architecture.py by quantfish/nnue/kernel/build.py */
 #ifndef QF_ARCH_VALUES
 #  error "qfarch.h is incomplete: rebuild the kernel with python -m nnue.build_kernel"
 #endif
