@@ -137,7 +137,7 @@ def test_evaluate_board_equals_its_fen(quantfish):
 
 def test_evaluate_with_a_stockfish17_pair(nnue17_dir):
     from quantfish import Engine
-    from quantfish.nnue.evaluate import PairReport
+    from quantfish.nnue.formulas import PairReport
     from quantfish.cli.eval import eval_command
     big, small = str(nnue17_dir / "synthetic_big.nnue"), str(nnue17_dir / "synthetic_small.nnue")
     runner = CliRunner()

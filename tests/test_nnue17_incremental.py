@@ -9,7 +9,7 @@ import numpy as np
 
 from quantfish.nnue.accumulator import make_pair_stacks, make_stack, refresh
 from quantfish.nnue.stack import ensure_accumulator
-from quantfish.nnue.evaluate import bitboards, eval_report_pair, evaluate_pair, material_17
+from quantfish.nnue.formulas import bitboards, eval_report_pair, evaluate_pair, material_17
 from quantfish.nnue.layers import make_scratch
 from quantfish.nnue.pychess import dirty_pieces, mailbox, set_dirty, side_to_move
 from tests.test_nnue_incremental import _move_kinds, _pick

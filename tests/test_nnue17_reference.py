@@ -15,7 +15,7 @@ from quantfish.core.fen import parse_fen
 from quantfish.nnue.accumulator import make_pair_stacks, make_stack
 from quantfish.nnue.stack import refresh_ply
 from quantfish.nnue.architecture import GEN_SF15_1, GEN_SF17_1
-from quantfish.nnue.evaluate import (
+from quantfish.nnue.formulas import (
     bitboards, eval_report_pair, evaluate, evaluate_pair, final_eval_17, material_17,
     material_17_bb, nnue_17,
 )

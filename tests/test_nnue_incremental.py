@@ -8,7 +8,7 @@ import numpy as np
 
 from quantfish.nnue.accumulator import MAX_DIRTY, make_stack, refresh
 from quantfish.nnue.stack import ensure_accumulator, refresh_ply
-from quantfish.nnue.evaluate import evaluate
+from quantfish.nnue.formulas import evaluate
 from quantfish.nnue.layers import make_scratch
 from quantfish.nnue.pychess import dirty_pieces, mailbox, set_dirty, side_to_move
 

@@ -7,7 +7,7 @@ import numpy as np
 from quantfish.core.fen import parse_fen
 from quantfish.nnue.accumulator import make_stack
 from quantfish.nnue.stack import refresh_ply
-from quantfish.nnue.evaluate import eval_report, final_eval, nnue_adjusted, nnue_complexity, PSQ_EG_NONE
+from quantfish.nnue.formulas import eval_report, final_eval, nnue_adjusted, nnue_complexity, PSQ_EG_NONE
 from quantfish.nnue.layers import fc0_dense, fc0_sparse, head, make_scratch, transform
 from quantfish.nnue.intmath import tdiv, wrap32
 from tests.layerdump import parse_layers_line

@@ -18,7 +18,7 @@ import pytest
 from quantfish.quant.schemes import is_stockfish
 from quantfish.nnue.kernel import loader as ckernel
 from quantfish.nnue.accumulator import make_stack
-from quantfish.nnue.evaluate import eval_report
+from quantfish.nnue.formulas import eval_report
 from quantfish.nnue.layers import make_scratch
 from quantfish.nnue.net import P_SCHEME, NetFileError
 from quantfish.nnue.io import load_net

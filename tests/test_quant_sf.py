@@ -12,7 +12,7 @@ import pytest
 
 from quantfish.quant.schemes import is_stockfish
 from quantfish.quant.schemes import to_net
-from quantfish.nnue.evaluate import eval_report
+from quantfish.nnue.formulas import eval_report
 from quantfish.nnue.io.stockfish import net_bytes
 from quantfish.quant import schemes
 from quantfish.quant.floatnet import FloatNet

@@ -11,7 +11,7 @@ from quantfish.core.position import ST_RULE50, ST_SIDE
 from quantfish.nnue.evaluator import evaluate as static_eval
 from quantfish.search.tree import _do_move
 from quantfish.search.driver import Searcher
-from quantfish.nnue.evaluate import eval_report, eval_report_pair, finish
+from quantfish.nnue.formulas import eval_report, eval_report_pair, finish
 from tests.test_engine_pair import STARTS, _kernel_modes, _legal, pair_searchers  # noqa: F401 (fixture)
 
 
@@ -57,7 +57,7 @@ def test_static_eval_15_1_equals_from_scratch(nnue_net, mode):
 
 @pytest.mark.parametrize("mode", _kernel_modes())
 def test_static_eval_single_17_1_net_equals_from_scratch(nnue17_pair, mode):
-    """A 17.1 net alone: its own formula (quantfish.nnue.evaluate.finish on the mailbox) on the right bucket."""
+    """A 17.1 net alone: its own formula (quantfish.nnue.formulas.finish on the mailbox) on the right bucket."""
     arrays = nnue17_pair.big.arrays()
 
     def reference(board, side, rule50, optimism):

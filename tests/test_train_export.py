@@ -8,7 +8,7 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="PyTorch not installed (make train-deps)")
 
-from quantfish.nnue.evaluate import eval_report# noqa: E402
+from quantfish.nnue.formulas import eval_report# noqa: E402
 from quantfish.nnue.io import load_net
 from quantfish.nnue.io.stockfish import net_bytes
 from quantfish.nnue.pychess import mailbox, side_to_move# noqa: E402

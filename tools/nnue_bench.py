@@ -37,7 +37,7 @@ import numpy as np
 from quantfish.nnue.accumulator import make_stack
 from quantfish.runtime.jit import njit
 from quantfish.nnue.stack import ensure_accumulator, refresh_ply
-from quantfish.nnue.evaluate import bitboards, evaluate, evaluate_pair
+from quantfish.nnue.formulas import bitboards, evaluate, evaluate_pair
 from quantfish.nnue.layers import make_scratch
 from quantfish.nnue.io import load_net
 from quantfish.nnue.loader import resolve_main_path
@@ -280,7 +280,7 @@ def measure_pair(pair, prepared, runs):
         for g in games:
             bench_pair_incremental(big, small, *g, sb, ss)
     rate = _median_rate(run, n, runs)
-    from quantfish.nnue.evaluate import material_17
+    from quantfish.nnue.formulas import material_17
     small_used = sum(abs(material_17(b, s)[1]) > 962 for g in games for b, s in zip(g[0], g[2]))
     return rate, small_used / n
 

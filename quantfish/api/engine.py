@@ -26,7 +26,7 @@ from quantfish.api.pychess import FenOrBoard, game_of, position_of, to_limits, t
 from quantfish.search.driver import Searcher
 from quantfish.core.tables import tables
 from quantfish.search.timeman import Clock
-from quantfish.nnue.evaluate import EvalReport, PairReport, eval_report, eval_report_pair
+from quantfish.nnue.formulas import EvalReport, PairReport, eval_report, eval_report_pair
 from quantfish.nnue.net import Net
 from quantfish.nnue.loader import NetPair, load_nets
 from quantfish.nnue.units import cp_15, to_cp, wdl_a
@@ -104,9 +104,9 @@ class Engine:
     def eval_report(self, position: FenOrBoard, *, optimism: int = 0) -> Report:
         """Every integer of the static evaluation, side to move's view, in internal units (not centipawns).
 
-        A Stockfish 15.1 net gives ``quantfish.nnue.evaluate.EvalReport`` (``bucket``, ``psqt`` and ``positional`` of
+        A Stockfish 15.1 net gives ``quantfish.nnue.formulas.EvalReport`` (``bucket``, ``psqt`` and ``positional`` of
         all 8 buckets, ``nnue_raw``, ``nnue_adjusted``, ``complexity``, ``final``, ``pieces``, ``npm``); a 17.1
-        pair gives ``quantfish.nnue.evaluate.PairReport`` (both nets' buckets, ``used_net``, ``nnue``, ``final``, ...).
+        pair gives ``quantfish.nnue.formulas.PairReport`` (both nets' buckets, ``used_net``, ``nnue``, ``final``, ...).
         These are the values of ``quantfish eval --json``. ``position``: a FEN or a chess.Board.
         """
         return self._report(position, optimism)[0]

@@ -44,10 +44,10 @@ def _evaluate_fen(net, fen: str, optimism: int = 0):
     from quantfish.core.fen import parse_fen
     pos = parse_fen(fen)
     if _is_pair(net):
-        from quantfish.nnue.evaluate import eval_report_pair
+        from quantfish.nnue.formulas import eval_report_pair
         report = eval_report_pair(net.big, net.small, pos.board, pos.side, pos.halfmove, optimism)
     else:
-        from quantfish.nnue.evaluate import eval_report
+        from quantfish.nnue.formulas import eval_report
         report = eval_report(net, pos.board, pos.side, pos.halfmove, optimism)
     return report, pos.side, pos.board
 

@@ -23,7 +23,7 @@ from quantfish.core.bitops import popcount
 from quantfish.core.position import ST_KEY, ST_KSQ, ST_RULE50, ST_SIDE
 from quantfish.core.types import BLACK, BLACK_PIECES, WHITE, WHITE_PIECES
 from quantfish.nnue.accumulator import AccumulatorStack
-from quantfish.nnue.evaluate import evaluate_pair_counts, finish_bb, finish_bb_gen, material_17_bb
+from quantfish.nnue.formulas import evaluate_pair_counts, finish_bb, finish_bb_gen, material_17_bb
 from quantfish.nnue.kernel.ceval import evaluate_c
 from quantfish.nnue.layers import bucket_of
 from quantfish.nnue.netdir import unpack as unpack_net
@@ -54,9 +54,9 @@ def new_mode(use_c: bool, pair: bool, scheme: bool, one_call: bool, generation: 
 def evaluate(E, ply, bb, board, st, optimism):
     """NNUE evaluation of the position at ``ply`` (side to move's view), by the path ``E.eval_mode`` names.
 
-    One net: the formula of its generation (``quantfish.nnue.evaluate.finish_bb``); on the C kernel (``M_ONE_CALL``)
+    One net: the formula of its generation (``quantfish.nnue.formulas.finish_bb``); on the C kernel (``M_ONE_CALL``)
     the kernel brings the accumulators up to date and runs the net in one call (``quantfish.nnue.kernel.ceval``).
-    A 17.1 pair (``M_PAIR``): ``quantfish.nnue.evaluate.evaluate_pair_counts``, which takes the pair decision (small
+    A 17.1 pair (``M_PAIR``): ``quantfish.nnue.formulas.evaluate_pair_counts``, which takes the pair decision (small
     net when |simple_eval| is large, the big net otherwise or when the small net's result is small). Otherwise
     each net's accumulators are brought up to date lazily (``quantfish.nnue.stack``), through the refresh caches,
     on the path ``M_USE_C`` names. One net's outputs are kept in the evaluation cache: about a fifth of the

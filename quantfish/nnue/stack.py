@@ -15,7 +15,7 @@ that is None at compile time, so the choice costs nothing at run time. ``net`` (
 given: with ``kf`` given, the Numba branch is still compiled (only None arguments prune a branch).
 
 ``net_output`` is one net's raw ``(psqt, positional)`` of a bucket at a ply, accumulators included: what the
-search and the two-net evaluation (``quantfish.nnue.evaluate.evaluate_pair``) call per evaluation. A Quantfish-format
+search and the two-net evaluation (``quantfish.nnue.formulas.evaluate_pair``) call per evaluation. A Quantfish-format
 net (``params[P_SCHEME]``) takes ``net_output_scheme``: the same accumulators (int16 sums as for any net),
 then its scheme's forward pass on either path (``inference.forward_scheme``, ``ckernel.forward_scheme_c``).
 The search chooses between the two by a flag of its own; ``net_output_any`` chooses by the net.

@@ -65,14 +65,14 @@ def warm_beside_search(T, net, small_net=None):
     """What the commands around the search run: a move made outside it, perft, the `eval` report."""
     from quantfish.core.fen import parse_fen
     from quantfish.core.perft import perft_divide
-    from quantfish.nnue.evaluate import eval_report
+    from quantfish.nnue.formulas import eval_report
     warm_position_command()
     board = parse_fen(WARM_FEN)
     perft_divide(T, board.bb, board.board, board.st, 2, np.empty(256, np.int32), np.empty(256, np.int64))
     if small_net is not None:
         # A 17.1 pair: the search ran the two-net evaluation (one compiled search for every net); this
         # compiles the `eval` command's two-net report.
-        from quantfish.nnue.evaluate import eval_report_pair
+        from quantfish.nnue.formulas import eval_report_pair
         eval_report_pair(net, small_net, board.board, board.side, board.halfmove)
     else:
         eval_report(net, board.board, board.side, board.halfmove)

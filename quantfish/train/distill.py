@@ -2,7 +2,7 @@
 
 Positions come from python-chess random games; their HalfKAv2_hm indices from ``quantfish.nnue.features`` (the engine's
 own compiled functions); the score is the net's NNUE output ``(psqt + positional) / 16`` of the position's
-bucket (``quantfish.nnue.evaluate.eval_report``), converted to centipawns, and the result is unknown (0.5): train
+bucket (``quantfish.nnue.formulas.eval_report``), converted to centipawns, and the result is unknown (0.5): train
 with lambda = 1. The real training data comes from the data engineer's records (``quantfish.train.data``).
 """
 
@@ -14,7 +14,7 @@ import chess
 import numpy as np
 
 from quantfish.nnue.architecture import MAX_ACTIVE
-from quantfish.nnue.evaluate import eval_report
+from quantfish.nnue.formulas import eval_report
 from quantfish.nnue.units import PAWN_VALUE_NORMALIZE
 from quantfish.nnue.features import active_features, king_square
 from quantfish.nnue.pychess import mailbox, side_to_move

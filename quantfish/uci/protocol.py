@@ -153,7 +153,7 @@ class UciEngine:
 
     def cmd_eval(self, args):
         self.ensure_ready()
-        from quantfish.nnue.evaluate import eval_report, eval_report_pair
+        from quantfish.nnue.formulas import eval_report, eval_report_pair
         from quantfish.uci.evaltext import format_human, format_human_pair
         s, b = self.state, self.state.board
         if s.net_small is not None:

@@ -1,5 +1,6 @@
 """Stockfish's evaluation formulas around the nets: 15.1 (docs/nnue-sf15.1.md sections 6-7) and 17.1 with two
-nets (docs/nnue-sf17.1.md sections 6-7). The formula follows the net's generation (``Net.arrays().params``).
+nets (docs/nnue-sf17.1.md sections 6-7); the search reaches them through ``quantfish.nnue.evaluator``. The
+formula follows the net's generation (``Net.arrays().params``).
 
 Search API (compiled, side-to-move view):
 
