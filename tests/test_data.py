@@ -113,6 +113,8 @@ def test_truncated_file_is_refused(sample, tmp_path):
 @pytest.mark.parametrize("start, stop, value, message", [
     (26, 27, 2, "side to move is not 0"),
     (27, 28, 3, "result is not 0, 1 or 2"),
+    (27, 28, 0x41, "result is not 0, 1 or 2"),     # a bit other than the raw-label bit
+    (27, 28, 0x82, None),                          # a win, labelled with a net's raw output
     (8, 9, 0x77, "bad piece code"),
     (23, 24, 0x10, "unused piece nibbles"),
     (0, 8, 0, "fewer than 2 or more than 32"),
@@ -230,3 +232,20 @@ def test_trainer_side_imports_neither_engine_nor_torch():
             "assert not bad, bad")
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_raw_labels_are_read_in_centipawns_by_the_trainer_and_the_text(sample):
+    """A record labelled with a net's raw output (internal units) reaches training and text in centipawns."""
+    from quantfish.data.codec import RAW_LABEL
+    from quantfish.data.text import format_lines
+    from quantfish.nnue.units import PAWN_VALUE_NORMALIZE
+    from quantfish.train.features import batch_features
+    _, _, records = sample
+    raw = records[:4].copy()
+    raw["score"] = [361, -722, 0, 1000]
+    raw["result"] = raw["result"] | RAW_LABEL
+    batch = batch_features(raw)
+    assert np.allclose(batch.score, np.array([361, -722, 0, 1000]) * 100 / PAWN_VALUE_NORMALIZE)
+    assert np.array_equal(batch.result, 0.5 * (records["result"][:4]))
+    for line, score, stm in zip(format_lines(raw), (100, -200, 0, 277), raw["stm"]):
+        assert int(line.split("|")[1]) == (score if stm == 0 else -score)

@@ -192,13 +192,6 @@ def _run(args):
     return result
 
 
-def test_command_line_defaults_are_the_configs():
-    from quantfish.datagen import config
-    from quantfish.cli import gendata as gendata_command
-    assert gendata_command.DEFAULTS == {name: getattr(config.GenConfig(), name) for name in gendata_command.DEFAULTS}
-    assert gendata_command.MAX_GAME_PLIES == config.MAX_GAME_PLIES
-
-
 def test_gendata_command_writes_and_reports(tmp_path):
     out = tmp_path / "g.bin"
     result = _run(["gendata", "-o", str(out), "--positions", "200", "--workers", "1", "--seed", "2",
@@ -265,3 +258,69 @@ def test_ctrl_c_keeps_whole_records(tmp_path, workers):
     kept = len(read_records(out))
     assert 500 <= kept < 10000000
     assert f"kept {kept:,} positions" in err
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Sampled games: positions the net evaluates in the searches, labelled with its raw output
+
+SAMPLED = GenConfig(depth=6, nodes=600, random_plies=6, max_plies=40, sample=4)
+
+
+def _raw_of(net, record):
+    """The net's raw output for a record's position, as ``quantfish eval --json`` reports it (``nnue_raw``)."""
+    from quantfish.data.codec import unpack_board
+    from quantfish.data.records import as_bytes
+    from quantfish.nnue.formulas import eval_report
+    board = np.zeros(64, np.int8)
+    unpack_board(as_bytes(record[None])[0], board)
+    return eval_report(net, board, int(record["stm"]), int(record["halfmove"])).nnue_raw
+
+
+def test_sampled_labels_are_the_nets_raw_output_of_legal_positions(nnue_net):
+    from quantfish.data.codec import RAW_LABEL, RESULT_MASK
+    player = ShardPlayer(nnue_net, SAMPLED, Openings(require(BOOK)), seed=5)
+    game = player.play()
+    records = from_bytes(np.frombuffer(game.data, np.uint8))
+    assert game.records == len(records) > 50           # a search's nodes, not one position a move
+    assert (records["result"] & RAW_LABEL).all()
+    white = np.where(records["stm"] == 0, records["result"] & RESULT_MASK, 2 - (records["result"] & RESULT_MASK))
+    assert (white == game.white_result).all()
+    for record in records[::max(1, len(records) // 40)]:
+        assert int(record["score"]) == _raw_of(nnue_net, record)
+    fens = set()
+    for line in format_lines(records):
+        fen = line.split("|")[0].strip()
+        board = chess.Board(fen)
+        assert board.is_valid() and not board.is_check(), fen
+        fens.add(" ".join(fen.split()[:4]))
+    assert len(fens) == len(records)                   # each position once
+
+
+def test_sampled_games_are_the_same_for_the_same_seed_and_worker(nnue_net):
+    book = Openings(require(BOOK))
+    games = [[ShardPlayer(nnue_net, SAMPLED, book, seed, worker).play().data for _ in range(2)]
+             for seed, worker in ((3, 0), (3, 0), (3, 1), (4, 0))]
+    assert games[0] == games[1]
+    assert games[0] != games[2] and games[0] != games[3]
+
+
+def test_sample_must_be_a_power_of_two():
+    with pytest.raises(ValueError, match="power of two"):
+        GenConfig(sample=3).check()
+
+
+def test_the_tap_does_not_change_the_search(nnue_net):
+    """Tapping the evaluations keeps the tree: the same nodes and move with the tap on as off."""
+    from quantfish.core.fen import parse_fen
+    from quantfish.search.driver import Limits, Searcher
+    fen = "r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3"
+    found = []
+    for keep in (0, 2):
+        searcher = Searcher(nnue_net, 4)
+        if keep:
+            searcher.set_tap(1 << 16, keep, seed=9)
+        best, _, _ = searcher.think(parse_fen(fen), [], Limits(depth=7))
+        found.append((best, searcher.nodes))
+        if keep:
+            assert 0 < searcher.S.tap[3] < searcher.nodes
+    assert found[0] == found[1]

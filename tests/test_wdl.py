@@ -239,7 +239,8 @@ def test_tool_refuses_a_corrupt_file_with_one_line(tmp_path):
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
     assert proc.stderr.strip().splitlines() == [
-        f"fit_wdl: error: {bad}: record 5 (byte 160) is corrupt: result is not 0, 1 or 2"]
+        f"fit_wdl: error: {bad}: record 5 (byte 160) is corrupt: result is not 0, 1 or 2 (with at most the raw-label "
+        f"bit set)"]
     assert proc.stdout == ""
 
 

@@ -386,7 +386,7 @@ def load(paths: Sequence[str], min_ply: int = 0, max_cp: int = 1000,
         rec = read_records(path, mmap=True)
         ply = 2 * (rec["fullmove"].astype(np.int64) - 1) + rec["stm"].astype(np.int64)
         score = rec["score"].astype(np.int64)
-        result = rec["result"].astype(np.int64)
+        result = rec["result"].astype(np.int64) & 3          # bits 0-1; bit 7 marks a raw-output label
         total += len(rec)
         if len(rec):
             games += 1 + int(np.count_nonzero(np.diff(ply) <= 0))

@@ -5,12 +5,14 @@ from __future__ import annotations
 import os
 import sys
 
+import dataclasses
+
 import click
 
-# quantfish.datagen.config's GenConfig defaults and MAX_GAME_PLIES, repeated so that loading the command line
-# imports no engine code (tests/test_cli_commands.py); tests/test_gendata.py checks that they agree.
-DEFAULTS = {"depth": 1, "nodes": 0, "random_plies": 4, "max_plies": 400, "hash_mb": 4}
-MAX_GAME_PLIES = 1000
+from quantfish.datagen.config import MAX_GAME_PLIES, GenConfig
+
+# The generator's defaults (its settings module is standard library only: the command imports no engine code).
+DEFAULTS = {f.name: f.default for f in dataclasses.fields(GenConfig)}
 
 
 def _fail(exc: BaseException) -> click.ClickException:
@@ -35,12 +37,16 @@ def _fail(exc: BaseException) -> click.ClickException:
               show_default=True, help="Game length adjudicated a draw.")
 @click.option("--openings", type=click.Path(dir_okay=False), default=None,
               help="EPD/FEN file of start positions (default: the book shipped with Quantfish, 8moves_v3.epd).")
-@click.option("--net", "net_path", default=None, metavar="PATH", help="Teacher net (default: nets/).")
+@click.option("--sample", type=click.IntRange(0), default=DEFAULTS["sample"], show_default=True,
+              help="0: keep the searched positions with the search's score; N (a power of two): keep about one "
+                   "in N of the positions the net evaluates in the searches, with the net's raw output.")
+@click.option("--net", "net_path", default=None, metavar="PATH",
+              help="Teacher net (default: the net the engine loads).")
 @click.option("--hash", "hash_mb", type=click.IntRange(1, 4096), default=DEFAULTS["hash_mb"], show_default=True,
               help="Hash per worker in MB.")
 @click.option("--quiet", is_flag=True, help="No progress line.")
-def gendata_command(output, positions, seed, workers, depth, nodes, random_plies, max_plies, openings, net_path,
-                    hash_mb, quiet):
+def gendata_command(output, positions, seed, workers, depth, nodes, random_plies, max_plies, openings, sample,
+                    net_path, hash_mb, quiet):
     """Self-play games labelled by the engine's search (Stockfish 15.1's net at the leaves), appended to a
     record file (quantfish.data.records). Progress on stderr; Ctrl-C keeps what was written."""
     from quantfish.data.openings import OpeningsError
@@ -48,9 +54,10 @@ def gendata_command(output, positions, seed, workers, depth, nodes, random_plies
     from quantfish.nnue.loader import load_nets
     from quantfish.datagen.config import GenConfig
     from quantfish.data.records import DataFileError
-    config = GenConfig(depth=depth, nodes=nodes, random_plies=random_plies, max_plies=max_plies, hash_mb=hash_mb)
     workers = workers or default_workers()
     try:
+        config = GenConfig(depth=depth, nodes=nodes, random_plies=random_plies, max_plies=max_plies,
+                           hash_mb=hash_mb, sample=sample)
         net = load_nets(net_path)
         summary = generate(output, positions, seed, workers, config, openings, net,
                            progress=None if quiet else sys.stderr)
@@ -118,7 +125,10 @@ def import_command(text, records, append):
 def check_command(files):
     """Validate record files; print positions, results (White's view) and score spread of each."""
     import numpy as np
+
+    from quantfish.data.codec import RAW_LABEL, RESULT_MASK
     from quantfish.data.records import DataFileError, read_records
+    from quantfish.nnue.units import PAWN_VALUE_NORMALIZE
     for path in files:
         try:
             rec = read_records(path, mmap=True)
@@ -129,9 +139,14 @@ def check_command(files):
             click.echo(f"{path}: 0 positions")
             continue
         stm = np.asarray(rec["stm"])
-        white = np.where(stm == 0, rec["result"], 2 - np.asarray(rec["result"]))
-        score = np.asarray(rec["score"], np.int64)
+        result_byte = np.asarray(rec["result"])
+        result = result_byte & RESULT_MASK
+        raw = (result_byte & RAW_LABEL) != 0
+        white = np.where(stm == 0, result, 2 - result)
+        score = np.asarray(rec["score"], np.float64)
+        score = np.where(raw, score * 100 / PAWN_VALUE_NORMALIZE, score)
+        labels = f"; {np.mean(raw):.1%} labelled with a net's raw output" if raw.any() else ""
         click.echo(f"{path}: {n:,} positions, all valid; White to move {np.mean(stm == 0):.1%}; results (White) "
                    f"1-0 {np.mean(white == 2):.1%} 1/2 {np.mean(white == 1):.1%} 0-1 {np.mean(white == 0):.1%}; "
                    f"score (side to move, cp) mean {score.mean():.0f}, median |score| "
-                   f"{np.median(np.abs(score)):.0f}")
+                   f"{np.median(np.abs(score)):.0f}{labels}")

@@ -13,6 +13,8 @@ PIECES_AT = 8          # 16 bytes of 4-bit piece codes, in ascending square orde
 SCORE_AT = 24          # int16, little-endian
 STM_AT = 26
 RESULT_AT = 27
+RESULT_MASK = 3           # bits 0-1 of the result byte: 0 loss, 1 draw, 2 win
+RAW_LABEL = 0x80          # bit 7 of the result byte: the score is a net's raw output (internal units), not cp
 RIGHTS_AT = 28         # castling rights in bits 0-3, en passant file + 1 in bits 4-7 (0: none)
 HALFMOVE_AT = 29
 FULLMOVE_AT = 30       # uint16, little-endian
@@ -76,8 +78,22 @@ def occupancy(row):
 
 @njit(cache=True, nogil=True, inline="always")
 def record_score(row):
+    """The score field as stored: centipawns, or a net's raw output when ``is_raw_label``."""
     s = np.int64(row[SCORE_AT]) | (np.int64(row[SCORE_AT + 1]) << 8)
     return s - 65536 if s >= 32768 else s
+
+
+@njit(cache=True, nogil=True, inline="always")
+def record_result(row):
+    """The game result, side to move's view: 0 loss, 1 draw, 2 win."""
+    return row[RESULT_AT] & RESULT_MASK
+
+
+@njit(cache=True, nogil=True, inline="always")
+def is_raw_label(row):
+    """True when the score is the teacher net's raw output (``NNUE::evaluate`` before any scaling, internal
+    units) rather than a search score in centipawns."""
+    return (row[RESULT_AT] & RAW_LABEL) != 0
 
 
 @njit(cache=True, nogil=True)
@@ -109,7 +125,7 @@ def record_error(row, board):
     """``OK`` or the first problem of one record (``board`` is int8[64] scratch, left holding the pieces)."""
     if row[STM_AT] > 1:
         return BAD_SIDE
-    if row[RESULT_AT] > 2:
+    if (row[RESULT_AT] & RESULT_MASK) > 2 or (row[RESULT_AT] & ~(RESULT_MASK | RAW_LABEL)) != 0:
         return BAD_RESULT
     n = unpack_board(row, board)
     if n < 2 or n > 32:

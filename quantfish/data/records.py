@@ -9,7 +9,8 @@ white P N B R Q K = 1..6, black = 9..14)::
                           in byte 8 + i // 2, low nibble for even i; unused nibbles are 0
     24     2   score      int16, centipawns (100 = one pawn, UCI's ``cp``), side to move's view, +-32767
     26     1   stm        side to move: 0 White, 1 Black
-    27     1   result     game result, side to move's view: 0 loss, 1 draw, 2 win
+    27     1   result     bits 0-1: game result, side to move's view: 0 loss, 1 draw, 2 win; bit 7: the score
+                          is a net's raw output in internal units (a distillation label), not centipawns
     28     1   rights     bits 0-3 castling rights (1 White O-O, 2 White O-O-O, 4 Black O-O, 8 Black O-O-O);
                           bits 4-7 en passant file + 1, 0 for none (the square is on rank 6 when White
                           is to move, rank 3 when Black is)
@@ -51,7 +52,7 @@ LOSS, DRAW, WIN = 0, 1, 2
 
 ERRORS = {
     codec.BAD_SIDE: "side to move is not 0 (White) or 1 (Black)",
-    codec.BAD_RESULT: "result is not 0, 1 or 2",
+    codec.BAD_RESULT: "result is not 0, 1 or 2 (with at most the raw-label bit set)",
     codec.BAD_COUNT: "occupancy has fewer than 2 or more than 32 pieces",
     codec.BAD_PIECE: "bad piece code (valid: 1-6 White, 9-14 Black)",
     codec.BAD_PADDING: "unused piece nibbles are not zero",

@@ -8,7 +8,8 @@ One position a line: ``<FEN> | <score> | <result>``, where
 
 Records hold score and result from the side to move's view (``quantfish.data.records``); the conversion flips
 both when Black is to move, so records -> text -> records and (canonical) text -> records -> text give the
-input back exactly. Reading also accepts a 4-field FEN (clocks 0 and 1), ``+12`` and ``1``/``0``, but
+input back exactly (records labelled with a net's raw output are written in centipawns, so they come back as
+centipawn records). Reading also accepts a 4-field FEN (clocks 0 and 1), ``+12`` and ``1``/``0``, but
 writes the canonical forms above.
 """
 from __future__ import annotations
@@ -17,6 +18,8 @@ import os
 from typing import Iterable, Iterator, TextIO
 
 import numpy as np
+
+from quantfish.nnue.units import PAWN_VALUE_NORMALIZE
 
 from quantfish.core.placement import format_placement, parse_placement
 from quantfish.data import codec
@@ -41,6 +44,9 @@ def format_lines(records: np.ndarray) -> list[str]:
     lines = []
     for i, rec in enumerate(records.tolist()):
         _, _, score, stm, result, rights, halfmove, fullmove = rec
+        if result & codec.RAW_LABEL:     # a net's raw output: written in centipawns like any score
+            score = int(score * 100 / PAWN_VALUE_NORMALIZE)
+            result &= codec.RESULT_MASK
         castling = "".join(c for bit, c in enumerate(CASTLING) if rights >> bit & 1) or "-"
         ep = "-" if rights >> 4 == 0 else FILES[(rights >> 4) - 1] + ("6" if stm == 0 else "3")
         fen = f"{format_placement(boards[i].tolist())} {'wb'[stm]} {castling} {ep} {halfmove} {fullmove}"

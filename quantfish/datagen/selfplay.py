@@ -30,16 +30,17 @@ import numpy as np
 
 from quantfish.core.bitops import U0
 from quantfish.core.movegen import MAX_MOVES, checkers, generate_legal
-from quantfish.core.position import (MOVE_CASTLE, MOVE_EP, ST_CASTLE, ST_EP, ST_FULLMOVE, ST_KEY, ST_RULE50, ST_SIDE,
+from quantfish.core.position import (ST_CASTLE, ST_EP, ST_FULLMOVE, ST_KEY, ST_RULE50, ST_SIDE,
                              make_move)
 from quantfish.nnue.evaluator import new_root
+from quantfish.search.movepick import is_quiet
 from quantfish.search.rules import insufficient_material
 from quantfish.search.tree import search_root
 from quantfish.search.values import INF, MATE_IN_MAX
 from quantfish.runtime.jit import njit
-from quantfish.data.codec import RESULT_AT, STM_AT, pack_record
+from quantfish.data.codec import RAW_LABEL, RESULT_AT, STM_AT, pack_record
+from quantfish.nnue.evaluator import C_CASTLE, C_EP, C_FULLMOVE, C_KEY, C_RAW, C_RULE50, C_SIDE, TAP_COUNT
 from quantfish.nnue.units import PAWN_VALUE_NORMALIZE
-from quantfish.core.position import move_to
 
 # Why a game ended (``play_game``'s ``reason``).
 CHECKMATE = 0
@@ -76,14 +77,6 @@ def centipawns(v):
     if v >= 0:
         return (v * 100) // PAWN_VALUE_NORMALIZE
     return -((-v * 100) // PAWN_VALUE_NORMALIZE)
-
-
-@njit(cache=True, nogil=True, inline="always")
-def is_quiet(board, m):
-    """Neither a capture nor a promotion (castling is stored as king-takes-own-rook)."""
-    if m & (MOVE_EP | (7 << 12)):
-        return False
-    return board[move_to(m)] == 0 or (m & MOVE_CASTLE) != 0
 
 
 @njit(cache=True, nogil=True)
@@ -186,4 +179,102 @@ def play_game(T, S, bb0, board0, st0, rng, random_plies, max_depth, soft_nodes, 
         keys[ply] = np.uint64(st[ST_KEY])
     for i in range(n):
         out[i, RESULT_AT] = white_result if out[i, STM_AT] == 0 else 2 - white_result
+    return n, white_result, reason, ply, nodes
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Sampled games: the positions the search evaluates, labelled with the net's raw output
+
+SAMPLE_RECORDS = 1 << 20        # records one game may keep (32 MB); later samples of a longer game are dropped
+TAP_CAPACITY = 1 << 16          # positions one move's search may keep
+
+
+@njit(cache=True, nogil=True)
+def seen_before(keys, count, key):
+    """Inserts ``key`` into the open-addressing set ``keys`` (uint64[2^k], 0 empty; ``count`` int64[1]); True
+    when it was there. The set starts afresh when half full, so duplicates are dropped within a window of
+    2^(k-1) positions (deterministically: it depends on the positions' order alone)."""
+    k = np.uint64(key) | np.uint64(1)            # 0 marks an empty slot
+    mask = np.uint64(keys.shape[0] - 1)
+    if count[0] * 2 >= keys.shape[0]:
+        keys[:] = 0
+        count[0] = 0
+    i = (k * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(40) & mask
+    while keys[i] != 0:
+        if keys[i] == k:
+            return True
+        i = (i + np.uint64(1)) & mask
+    keys[i] = k
+    count[0] += 1
+    return False
+
+
+@njit(cache=True, nogil=True)
+def play_sampled_game(T, S, bb0, board0, st0, rng, random_plies, max_depth, soft_nodes, hard_nodes, max_plies,
+                      out, seen, seen_count):
+    """``play_game``, keeping instead the positions the net evaluated during each move's search (the search
+    state's evaluation tap, ``quantfish.nnue.evaluator``), each once (``seen_before``), labelled with the net's
+    raw output and the game's result (records marked ``RAW_LABEL``). Returns (records, White's result, reason,
+    plies, nodes)."""
+    bbs, boards, sts = S.bbs, S.boards, S.sts
+    bb, board, st = bb0.copy(), board0.copy(), st0.copy()
+    dirty = np.zeros((3, 3), np.int32)
+    moves = np.empty(MAX_MOVES, np.int32)
+    keys = S.keys
+    tap, tap_boards, tap_rows = S.tap, S.tap_boards, S.tap_rows
+    ply = 0
+    keys[0] = np.uint64(st[ST_KEY])
+    n = 0
+    nodes = 0
+    white_result = DRAW
+    reason = MAX_PLIES
+    first_random = rng_below(rng, 2) if random_plies > 0 else 0
+    while True:
+        side = st[ST_SIDE]
+        count = generate_legal(T, bb, board, st, moves)
+        in_check = checkers(T, bb, st) != U0
+        if count == 0:
+            reason = CHECKMATE if in_check else STALEMATE
+            if in_check:
+                white_result = BLACK_WINS if side == 0 else WHITE_WINS
+            break
+        if st[ST_RULE50] >= 100:
+            reason = FIFTY_MOVES
+            break
+        if insufficient_material(bb):
+            reason = MATERIAL
+            break
+        if threefold(keys, ply, st[ST_RULE50]):
+            reason = REPETITION
+            break
+        if ply >= max_plies:
+            reason = MAX_PLIES
+            break
+        if first_random <= ply < first_random + random_plies:
+            m = moves[rng_below(rng, count)]
+        else:
+            bbs[0][:] = bb
+            boards[0][:] = board
+            sts[0][:] = st
+            tap[TAP_COUNT] = 0
+            m, score = search_position(T, S, ply, max_depth, soft_nodes, hard_nodes)
+            nodes += S.ctl[0].nodes
+            for i in range(tap[TAP_COUNT]):
+                if n >= out.shape[0]:
+                    break
+                if seen_before(seen, seen_count, tap_rows[i, C_KEY]):
+                    continue
+                pack_record(tap_boards[i], tap_rows[i, C_SIDE], tap_rows[i, C_CASTLE], tap_rows[i, C_EP],
+                            tap_rows[i, C_RULE50], tap_rows[i, C_FULLMOVE], tap_rows[i, C_RAW], 0, out[n])
+                n += 1
+            if m == 0:
+                m = moves[0]
+        make_move(T, bb, board, st, bbs[1], boards[1], sts[1], m, dirty)
+        bb[:] = bbs[1]
+        board[:] = boards[1]
+        st[:] = sts[1]
+        ply += 1
+        keys[ply] = np.uint64(st[ST_KEY])
+    for i in range(n):
+        out[i, RESULT_AT] = RAW_LABEL | (white_result if out[i, STM_AT] == 0 else 2 - white_result)
     return n, white_result, reason, ply, nodes

@@ -8,7 +8,7 @@ import numpy as np
 
 from quantfish.datagen.config import GenConfig
 from quantfish.data.openings import Openings
-from quantfish.datagen.selfplay import play_game, rng_below
+from quantfish.datagen.selfplay import SAMPLE_RECORDS, TAP_CAPACITY, play_game, play_sampled_game, rng_below
 from quantfish.search.driver import Searcher
 from quantfish.data.codec import RECORD_SIZE
 
@@ -36,13 +36,24 @@ class ShardPlayer:
         self.openings = openings
         self.searcher = Searcher(net, config.hash_mb)
         self.rng = np.array([worker_seed(seed, worker)], np.uint64)
-        self.out = np.zeros((config.max_plies + 1, RECORD_SIZE), np.uint8)
+        if config.sample:
+            self.searcher.set_tap(TAP_CAPACITY, config.sample, worker_seed(seed, worker) ^ 0x5A17)
+            self.out = np.zeros((SAMPLE_RECORDS, RECORD_SIZE), np.uint8)
+            self.seen = np.zeros(1 << 22, np.uint64)        # the last 2M positions kept, for duplicates
+            self.seen_count = np.zeros(1, np.int64)
+        else:
+            self.out = np.zeros((config.max_plies + 1, RECORD_SIZE), np.uint8)
 
     def play(self) -> Game:
         c = self.config
         board = self.openings.board(int(rng_below(self.rng, len(self.openings))))
         s = self.searcher
-        n, white, reason, plies, nodes = play_game(s.T, s.S, board.bb, board.board, board.st, self.rng,
-                                                   c.random_plies, c.depth, c.soft_nodes, c.hard_nodes, c.max_plies,
-                                                   self.out)
+        if c.sample:
+            n, white, reason, plies, nodes = play_sampled_game(
+                s.T, s.S, board.bb, board.board, board.st, self.rng, c.random_plies, c.depth, c.soft_nodes,
+                c.hard_nodes, c.max_plies, self.out, self.seen, self.seen_count)
+        else:
+            n, white, reason, plies, nodes = play_game(s.T, s.S, board.bb, board.board, board.st, self.rng,
+                                                       c.random_plies, c.depth, c.soft_nodes, c.hard_nodes,
+                                                       c.max_plies, self.out)
         return Game(self.out[:n].tobytes(), int(n), int(white), int(reason), int(plies), int(nodes))

@@ -15,15 +15,22 @@ these fields of it, and no others (``EVALUATOR_FIELDS``):
   are ``nn``'s);
 * ``kf``: the kernel's functions (``quantfish.nnue.kernel.loader.KernelFuncs``); ``cx``: the one-call context
   (``quantfish.nnue.kernel.ceval``);
-* ``eval_cache``: int64[entries, 2], the one net's outputs by Zobrist key.
+* ``eval_cache``: int64[entries, 2], the one net's outputs by Zobrist key;
+* ``tap``, ``tap_boards``, ``tap_rows``: the evaluation tap (``new_tap``), off unless asked for.
+
+The tap keeps a sample of the positions the net evaluates, with the net's raw output: what a smaller net is
+trained to reproduce (data generation's ``--sample``), taken exactly where the search needs the net. A
+position is kept when a hash of its key and the tap's seed falls in one of ``keep_one_in`` slots, so the sample
+is deterministic and a position evaluated twice is kept both times or neither (duplicates are dropped by the
+reader of the tap). Only one net evaluated by Stockfish's arithmetic is tapped (not a pair, not a scheme).
 """
 import numpy as np
 
 from quantfish.core.bitops import popcount
-from quantfish.core.position import ST_KEY, ST_KSQ, ST_RULE50, ST_SIDE
+from quantfish.core.position import ST_CASTLE, ST_EP, ST_FULLMOVE, ST_KEY, ST_KSQ, ST_RULE50, ST_SIDE
 from quantfish.core.types import BLACK, BLACK_PIECES, WHITE, WHITE_PIECES
 from quantfish.nnue.accumulator import AccumulatorStack
-from quantfish.nnue.formulas import evaluate_pair_counts, finish_bb, finish_bb_gen, material_17_bb
+from quantfish.nnue.formulas import evaluate_pair_counts, finish_bb, finish_bb_gen, material_17_bb, nnue_raw
 from quantfish.nnue.kernel.ceval import evaluate_c
 from quantfish.nnue.layers import bucket_of
 from quantfish.nnue.netdir import unpack as unpack_net
@@ -31,7 +38,8 @@ from quantfish.nnue.stack import net_output, net_output_scheme
 from quantfish.runtime.intrinsics import prefetch
 from quantfish.runtime.jit import njit
 
-EVALUATOR_FIELDS = ("eval_mode", "net", "small_net", "nn", "small_computed", "kf", "cx", "eval_cache")
+EVALUATOR_FIELDS = ("eval_mode", "net", "small_net", "nn", "small_computed", "kf", "cx", "eval_cache", "tap",
+                    "tap_boards", "tap_rows")
 
 M_USE_C = 0          # 1: the C kernel evaluates, 0: the Numba path
 M_PAIR = 1           # 1: a Stockfish 17.1 pair evaluates (big net ``net``, small ``small_net``)
@@ -41,6 +49,55 @@ M_GENERATION = 4     # that net's generation (quantfish.nnue.architecture GEN_*)
 MODE_SIZE = 5
 CACHE_ENTRY_BYTES = 2 * 8
 LOW_32 = 0xFFFFFFFF
+
+# The tap's settings and count (int64[TAP_SIZE]) and the columns of its rows (int64[capacity, TAP_COLUMNS]).
+TAP_ON, TAP_MASK, TAP_SEED, TAP_COUNT = 0, 1, 2, 3
+TAP_SIZE = 4
+C_KEY, C_RAW, C_SIDE, C_CASTLE, C_EP, C_RULE50, C_FULLMOVE = 0, 1, 2, 3, 4, 5, 6
+TAP_COLUMNS = 7
+
+
+def new_tap(capacity: int = 1, keep_one_in: int = 0, seed: int = 0) -> tuple:
+    """(tap, boards int8[capacity, 64], rows int64[capacity, TAP_COLUMNS]): a tap keeping about one in
+    ``keep_one_in`` (a power of two; 0: off) of the positions evaluated, up to ``capacity`` between resets."""
+    if keep_one_in and keep_one_in & (keep_one_in - 1):
+        raise ValueError(f"the tap keeps one in a power of two positions, not one in {keep_one_in}")
+    tap = np.zeros(TAP_SIZE, np.int64)
+    tap[TAP_ON] = keep_one_in > 0
+    tap[TAP_MASK] = max(keep_one_in - 1, 0)
+    tap[TAP_SEED] = np.int64(np.uint64(seed & 0xFFFFFFFFFFFFFFFF).view(np.int64))
+    return tap, np.zeros((capacity, 64), np.int8), np.zeros((capacity, TAP_COLUMNS), np.int64)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _mix(x):
+    """splitmix64's finaliser: the bits of a key spread over every bit."""
+    z = np.uint64(x)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _tap(E, key, raw, board, st):
+    tap = E.tap
+    if (_mix(key ^ tap[TAP_SEED]) & np.uint64(tap[TAP_MASK])) != np.uint64(0):
+        return
+    n = tap[TAP_COUNT]
+    rows = E.tap_rows
+    if n >= rows.shape[0]:
+        return
+    boards = E.tap_boards
+    for sq in range(64):
+        boards[n, sq] = board[sq]
+    rows[n, C_KEY] = key
+    rows[n, C_RAW] = raw
+    rows[n, C_SIDE] = st[ST_SIDE]
+    rows[n, C_CASTLE] = st[ST_CASTLE]
+    rows[n, C_EP] = st[ST_EP]
+    rows[n, C_RULE50] = st[ST_RULE50]
+    rows[n, C_FULLMOVE] = st[ST_FULLMOVE]
+    tap[TAP_COUNT] = n + 1
 
 
 def new_mode(use_c: bool, pair: bool, scheme: bool, one_call: bool, generation: int) -> np.ndarray:
@@ -105,6 +162,8 @@ def evaluate(E, ply, bb, board, st, optimism):
                 p, q = net_output(views.net, E.nn, ply, board, ksq_w, ksq_b, side, bucket, views.scratch, views.cache)
         ec[e, 0] = key
         ec[e, 1] = (np.int64(p) << 32) | (np.int64(q) & LOW_32)
+        if E.tap[TAP_ON] != 0 and mode[M_SCHEME] == 0:
+            _tap(E, key, nnue_raw(p, q), board, st)
     if mode[M_ONE_CALL]:
         return finish_bb_gen(mode[M_GENERATION], p, q, bb, side, rule50, optimism)
     return finish_bb(unpack_net(E.net).net, p, q, bb, side, rule50, optimism)

@@ -125,6 +125,7 @@ class Searcher:
         self.tablebases, self.tb_rule50, self.tb_probe_limit, self.tb_probe_depth = None, True, 7, 1
         self._tb_arrays = share._tb_arrays if share is not None else tbload.empty_arrays()
         self._root_tb_hits, self._tb_score = 0, None
+        self._tap = evaluator.new_tap()
         self._build()
 
     @property
@@ -181,7 +182,14 @@ class Searcher:
         qscheme = arrays.qscheme if scheme else None
         cx = ceval.context(cnet, stack, cache, scratch, qscheme) if one_call else np.zeros(ceval.CX_SIZE, np.int64)
         self.S = new_state(self.tt, self.ctl, stack, net_directory, kf, small_directory,
-                           np.zeros((STACK, 2), dtype=np.uint8), monoclock.clock_gettime, cx, self._tb_arrays, mode)
+                           np.zeros((STACK, 2), dtype=np.uint8), monoclock.clock_gettime, cx, self._tb_arrays, mode,
+                           self._tap)
+
+    def set_tap(self, capacity: int, keep_one_in: int, seed: int = 0) -> None:
+        """Keep about one in ``keep_one_in`` of the positions the net evaluates, with its raw output, up to
+        ``capacity`` (``quantfish.nnue.evaluator``; 0: off). The search's tree does not change."""
+        self._tap = evaluator.new_tap(capacity, keep_one_in, seed)
+        self.S = self.S._replace(tap=self._tap[0], tap_boards=self._tap[1], tap_rows=self._tap[2])
 
     @property
     def eval_mode(self) -> dict:

@@ -102,6 +102,9 @@ class SearchState(NamedTuple):
                                 # packed); (0, 0) is empty. Cleared with the histories; one net's, so a new
                                 # net gets a new state.
     eval_mode: np.ndarray       # int64[MODE_SIZE]: which path evaluates (quantfish.nnue.evaluator M_*)
+    tap: np.ndarray             # the evaluation tap (quantfish.nnue.evaluator.new_tap): settings and count,
+    tap_boards: np.ndarray      # ... the positions it kept,
+    tap_rows: np.ndarray        # ... and their keys, fields and the net's raw output
 
 
 def lmr_table() -> np.ndarray:
@@ -117,7 +120,7 @@ def new_control() -> np.ndarray:
     return np.zeros(1, CONTROL)
 
 
-def new_state(tt, ctl, nn, net, kf, small_net, small_computed, clock, cx, tb, eval_mode) -> SearchState:
+def new_state(tt, ctl, nn, net, kf, small_net, small_computed, clock, cx, tb, eval_mode, tap) -> SearchState:
     """A state with fresh per-ply arrays around the given shared parts (see the field comments)."""
     return SearchState(
         bbs=np.zeros((STACK, 16), np.uint64), boards=np.zeros((STACK, 64), np.int8),
@@ -135,4 +138,5 @@ def new_state(tt, ctl, nn, net, kf, small_net, small_computed, clock, cx, tb, ev
         quiets=np.zeros((STACK, 64), np.int32),
         captures=np.zeros((STACK, 32), np.int32), lmr=lmr_table(), kf=kf,
         small_net=small_net, small_computed=small_computed, clock=clock, cx=cx, tb=tb, tb_scratch=new_scratch(),
-        eval_cache=aligned_zeros((EVAL_CACHE_ENTRIES, 2), np.int64, 64), eval_mode=eval_mode)
+        eval_cache=aligned_zeros((EVAL_CACHE_ENTRIES, 2), np.int64, 64), eval_mode=eval_mode, tap=tap[0],
+        tap_boards=tap[1], tap_rows=tap[2])

@@ -14,7 +14,8 @@ import numpy as np
 from quantfish.nnue.architecture import MAX_ACTIVE, NUM_FEATURES
 from quantfish.nnue.features import active_features, king_square
 from quantfish.runtime.jit import njit
-from quantfish.data.codec import RESULT_AT, STM_AT, record_score, unpack_board
+from quantfish.data.codec import STM_AT, is_raw_label, record_result, record_score, unpack_board
+from quantfish.nnue.units import PAWN_VALUE_NORMALIZE
 from quantfish.data.records import as_bytes, read_records
 
 __all__ = ["Batch", "MAX_ACTIVE", "NUM_FEATURES", "batch_features", "training_arrays"]
@@ -27,7 +28,7 @@ class Batch(NamedTuple):
     black: np.ndarray    # int32[n, 32] Black's perspective
     count: np.ndarray    # int32[n] active features per perspective (the number of pieces)
     stm: np.ndarray      # uint8[n] side to move, 0 White, 1 Black
-    score: np.ndarray    # int16[n] teacher score, centipawns, side to move's view
+    score: np.ndarray    # float32[n] teacher score, centipawns, side to move's view
     result: np.ndarray   # float32[n] game result, side to move's view: 0 loss, 0.5 draw, 1 win
 
 
@@ -58,15 +59,16 @@ def fill_batch(data, white, black, count, stm, score, result):
         _sorted_row(black[i], nb)
         count[i] = nw
         stm[i] = row[STM_AT]
-        score[i] = record_score(row)
-        result[i] = 0.5 * row[RESULT_AT]
+        # A raw-output label (internal units) is put in centipawns, the unit of search-score labels.
+        score[i] = record_score(row) * (100.0 / PAWN_VALUE_NORMALIZE) if is_raw_label(row) else record_score(row)
+        result[i] = 0.5 * record_result(row)
 
 
 def batch_features(records: np.ndarray) -> Batch:
     """The ``Batch`` of a records array (``records.RECORD_DTYPE``)."""
     n = len(records)
     batch = Batch(np.empty((n, MAX_ACTIVE), np.int32), np.empty((n, MAX_ACTIVE), np.int32),
-                  np.empty(n, np.int32), np.empty(n, np.uint8), np.empty(n, np.int16), np.empty(n, np.float32))
+                  np.empty(n, np.int32), np.empty(n, np.uint8), np.empty(n, np.float32), np.empty(n, np.float32))
     if n:
         fill_batch(as_bytes(records), *batch)
     return batch
@@ -78,4 +80,4 @@ def training_arrays(path) -> dict:
     move's view. The whole file is held in memory (about 270 bytes a position)."""
     b = batch_features(read_records(path))
     return {"white_idx": b.white, "black_idx": b.black, "stm": b.stm, "bucket": (b.count - 1) // 4,
-            "score": b.score.astype(np.float32), "result": b.result}
+            "score": b.score, "result": b.result}
