@@ -7,7 +7,8 @@ import pytest
 torch = pytest.importorskip("torch", reason="PyTorch not installed (make train-deps)")
 
 from quantfish.train.checkpoint import CheckpointError, load_checkpoint# noqa: E402
-from quantfish.train.data import ArraySource, DataError, load_data_files# noqa: E402
+from quantfish.train.data import ArraySource, DataError  # noqa: E402
+from quantfish.train.stream import load_data_files  # noqa: E402
 from quantfish.train.loss import loss_fn# noqa: E402
 from quantfish.train.model import NnueModel# noqa: E402
 from quantfish.train.trainer import LAST, TrainConfig, evaluate_loss, model_from_checkpoint, train# noqa: E402

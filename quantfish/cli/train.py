@@ -64,11 +64,26 @@ def _load_source(spec: str):
               help="Total epochs (a resumed run continues up to this).")
 @click.option("--batch-size", type=click.IntRange(1, None), default=16384, show_default=True)
 @click.option("--lr", type=click.FloatRange(0, None, min_open=True), default=8.75e-4, show_default=True,
-              help="Starting learning rate (multiplied by --lr-gamma after each epoch).")
-@click.option("--lr-gamma", type=click.FloatRange(0, 1, min_open=True), default=0.992, show_default=True)
+              help="Starting learning rate.")
+@click.option("--lr-gamma", type=click.FloatRange(0, 1, min_open=True), default=0.992, show_default=True,
+              help="Exponential schedule: factor after each epoch; step schedule: factor at each step.")
+@click.option("--lr-schedule", type=click.Choice(["exponential", "cosine", "step"]), default="exponential",
+              show_default=True, help="How the learning rate falls from epoch to epoch.")
+@click.option("--lr-min-ratio", type=click.FloatRange(0, 1), default=0.0, show_default=True,
+              help="Cosine schedule: the last epoch's rate as a fraction of --lr.")
+@click.option("--lr-step-epochs", type=click.IntRange(1, None), default=10, show_default=True,
+              help="Step schedule: epochs between the steps.")
 @click.option("--optimizer", type=click.Choice(["adam", "adamw"]), default="adam", show_default=True)
 @click.option("--lambda", "lambda_", type=click.FloatRange(0, 1), default=1.0, show_default=True,
-              help="Weight of the score against the game result in the target.")
+              help="Weight of the score against the game result in the target (1: the score alone).")
+@click.option("--wdl-scale", type=click.FloatRange(0, None, min_open=True), default=361.0, show_default=True,
+              help="Internal units of evaluation per unit of the sigmoid that maps it to an expected score.")
+@click.option("--loss-exponent", type=click.FloatRange(1, None), default=2.6, show_default=True,
+              help="The loss is |expected score - target| to this power.")
+@click.option("--shuffle-buffer", type=click.IntRange(1, None), default=1 << 22, show_default=True,
+              help="Records shuffled together (the data files are streamed through a buffer of this size).")
+@click.option("--checkpoint-minutes", type=click.FloatRange(0, None), default=10.0, show_default=True,
+              help="Also save last.pt this often within an epoch, so a stopped run resumes there (0: never).")
 @click.option("--val-fraction", type=click.FloatRange(0, 0.9), default=0.05, show_default=True,
               help="Share of the positions held back for the validation loss.")
 @click.option("--fake-quant-epochs", type=click.IntRange(0, None), default=0, show_default=True,
@@ -76,7 +91,8 @@ def _load_source(spec: str):
 @click.option("--resume", type=click.Path(dir_okay=False), default=None, help="Continue from a checkpoint.")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--threads", type=click.IntRange(1, None), default=None, help="PyTorch CPU threads.")
-def train_command(data_paths, source, out_dir, l1, epochs, batch_size, lr, lr_gamma, optimizer, lambda_,
+def train_command(data_paths, source, out_dir, l1, epochs, batch_size, lr, lr_gamma, lr_schedule, lr_min_ratio,
+                  lr_step_epochs, optimizer, lambda_, wdl_scale, loss_exponent, shuffle_buffer, checkpoint_minutes,
                   val_fraction, fake_quant_epochs, resume, seed, threads):
     """Train a HalfKAv2_hm net (Stockfish 15.1 topology) on scored positions."""
     _require_torch()
@@ -84,17 +100,20 @@ def train_command(data_paths, source, out_dir, l1, epochs, batch_size, lr, lr_ga
         raise click.UsageError("give training data: --data FILE (repeatable) or --source MODULE:FUNCTION")
     import torch
     from quantfish.train.checkpoint import load_checkpoint
-    from quantfish.train.data import as_source, load_data_files
+    from quantfish.train.data import as_source
+    from quantfish.train.stream import load_data_files
     from quantfish.train.trainer import LAST, TrainConfig, pick_device, train
     if threads:
         torch.set_num_threads(threads)
     try:
         if l1 is None:
             l1 = int(load_checkpoint(resume)["arch"]["l1"]) if resume else 256
-        data = as_source(_load_source(source)) if source else load_data_files(data_paths)
+        data = as_source(_load_source(source)) if source else load_data_files(data_paths, shuffle_buffer)
         config = TrainConfig(l1=l1, epochs=epochs, batch_size=batch_size, lr=lr, lr_gamma=lr_gamma,
-                             optimizer=optimizer, lambda_=lambda_, val_fraction=val_fraction,
-                             fake_quant_epochs=fake_quant_epochs, seed=seed, out_dir=out_dir,
+                             lr_schedule=lr_schedule, lr_min_ratio=lr_min_ratio, lr_step_epochs=lr_step_epochs,
+                             optimizer=optimizer, lambda_=lambda_, wdl_scale=wdl_scale, loss_exponent=loss_exponent,
+                             val_fraction=val_fraction, fake_quant_epochs=fake_quant_epochs, seed=seed,
+                             out_dir=out_dir, checkpoint_minutes=checkpoint_minutes,
                              log=lambda s: click.echo(s, err=True), progress=True)
         size = f", {len(data):,} positions" if hasattr(data, "__len__") else ""
         click.echo(f"training L1={l1} on {pick_device()}{size}", err=True)

@@ -29,15 +29,17 @@ def arch_record(l1: int) -> dict:
 
 
 def save_checkpoint(path, model, optimizer=None, scheduler=None, epoch: int = 0, config: dict | None = None,
-                    history: list | None = None) -> Path:
-    """Write atomically (a temporary file renamed), so an interrupted save never leaves half a checkpoint."""
+                    history: list | None = None, within_epoch: dict | None = None) -> Path:
+    """Write atomically (a temporary file renamed), so an interrupted save never leaves half a checkpoint.
+    ``epoch`` counts the finished epochs; ``within_epoch`` (``batch``, ``epoch_loss``, ``epoch_count``) says how
+    far the next one had gone, for a checkpoint saved in the middle of it."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     state = {"format": FORMAT, "version": FORMAT_VERSION, "arch": arch_record(model.l1),
              "model": model.state_dict(), "epoch": int(epoch), "config": dict(config or {}),
              "history": list(history or []),
              "optimizer": optimizer.state_dict() if optimizer is not None else None,
-             "scheduler": scheduler.state_dict() if scheduler is not None else None}
+             "scheduler": scheduler.state_dict() if scheduler is not None else None, **(within_epoch or {})}
     tmp = path.with_name(path.name + ".tmp")
     torch.save(state, tmp)
     os.replace(tmp, path)

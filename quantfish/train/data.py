@@ -5,10 +5,11 @@ perspective, -1 padding), ``stm`` [n] (0 White, 1 Black to move), ``bucket`` [n]
 ``score`` [n] (centipawns, side to move's view), ``result`` [n] (1 / 0.5 / 0, side to move's view).
 
 A data source is any object with ``batches(batch_size, shuffle, seed)`` yielding such batches, one pass per
-call (an epoch); ``split(fraction, seed) -> (train, validation)`` is optional and lets the trainer hold back
+call (an epoch); one whose ``batches`` also takes ``skip`` (leave out the first batches unread) lets a run
+resume in the middle of an epoch at no cost; ``split(fraction, seed) -> (train, validation)`` is optional and lets the trainer hold back
 a validation split itself. ``as_source`` also accepts plain arrays (a ``TrainingArrays``, a mapping with those
-keys, a 6-tuple) or a list of batches, kept in memory as an ``ArraySource``. Data files are read by the data
-``quantfish.train.features.training_arrays(path)`` (32-byte records); the result goes through ``as_source``.
+keys, a 6-tuple) or a list of batches, kept in memory as an ``ArraySource``. Data files (32-byte records) are
+streamed by ``quantfish.train.stream`` (``load_data_files``).
 """
 
 from __future__ import annotations
@@ -94,10 +95,10 @@ class ArraySource:
     def __len__(self) -> int:
         return self.arrays.size
 
-    def batches(self, batch_size: int, shuffle: bool = True, seed: int = 0) -> Iterator[TrainingArrays]:
+    def batches(self, batch_size: int, shuffle: bool = True, seed: int = 0, skip: int = 0) -> Iterator[TrainingArrays]:
         n = len(self)
         order = np.random.default_rng(seed).permutation(n) if shuffle else np.arange(n)
-        for start in range(0, n, batch_size):
+        for start in range(skip * batch_size, n, batch_size):
             yield self.arrays.take(order[start:start + batch_size])
 
     def split(self, fraction: float, seed: int = 0) -> tuple["ArraySource", "ArraySource"]:
@@ -133,21 +134,3 @@ def as_source(obj) -> DataSource:
     if isinstance(obj, list) and obj and not hasattr(obj[0], "shape"):
         return ArraySource(concatenate(obj))
     return ArraySource(obj)
-
-
-def load_data_files(paths) -> DataSource:
-    """Data files of 32-byte records (``quantfish.data.records``), read through ``features.training_arrays``."""
-    from quantfish.train.features import training_arrays
-    from quantfish.data.records import DataFileError
-    reader = training_arrays
-    sources = []
-    for p in paths:
-        try:
-            sources.append(as_source(reader(p)))
-        except OSError as exc:
-            raise DataError(f"cannot read training data {p}: {exc.strerror or exc}") from None
-        except DataFileError as exc:
-            raise DataError(str(exc)) from None
-    if not sources:
-        raise DataError("no training data given")
-    return sources[0] if len(sources) == 1 else ChainSource(sources)

@@ -9,6 +9,9 @@ through ``config.log``. Runs on the GPU when PyTorch sees one, else on the CPU.
 
 from __future__ import annotations
 
+import inspect
+import itertools
+import math
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -35,7 +38,10 @@ class TrainConfig:
     epochs: int = 10                     # total epochs of the run (a resumed run continues up to it)
     batch_size: int = 16384
     lr: float = 8.75e-4                  # nnue-pytorch's starting rate for Adam
-    lr_gamma: float = 0.992              # learning rate multiplied by this after each epoch
+    lr_gamma: float = 0.992              # exponential: the rate times this after each epoch; step: at each step
+    lr_schedule: str = "exponential"     # "exponential", "cosine" (to lr * lr_min_ratio at the end) or "step"
+    lr_step_epochs: int = 10             # step: epochs between the steps
+    lr_min_ratio: float = 0.0            # cosine: the last epoch's rate as a fraction of lr
     optimizer: str = "adam"              # "adam" or "adamw"
     weight_decay: float = 0.0
     lambda_: float = loss_mod.DEFAULT_LAMBDA
@@ -45,6 +51,7 @@ class TrainConfig:
     fake_quant_epochs: int = 0           # the last N epochs train through rounded weights
     seed: int = 0
     out_dir: str | None = None           # checkpoints epoch-NNNN.pt and last.pt; none when None
+    checkpoint_minutes: float = 10.0     # also save last.pt this often within an epoch (0: at epoch ends only)
     device: str | None = None            # None: "cuda" if available, else "cpu"
     log: Callable[[str], None] | None = field(default=print, repr=False)
     progress: bool = field(default=False, repr=False)    # a bar over each epoch's positions on stderr
@@ -91,6 +98,31 @@ def make_optimizer(model: NnueModel, config: TrainConfig) -> torch.optim.Optimiz
     return kinds[config.optimizer](model.parameters(), lr=config.lr, weight_decay=config.weight_decay, fused=True)
 
 
+def make_scheduler(optimizer: torch.optim.Optimizer, config: TrainConfig):
+    """The learning rate by epoch: exponential decay, a cosine from ``lr`` down to ``lr * lr_min_ratio`` over
+    the run's epochs, or steps of ``lr_gamma`` every ``lr_step_epochs`` epochs."""
+    if config.lr_schedule == "exponential":
+        return torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma=config.lr_gamma)
+    if config.lr_schedule == "step":
+        return torch.optim.lr_scheduler.StepLR(optimizer, step_size=max(1, config.lr_step_epochs),
+                                               gamma=config.lr_gamma)
+    if config.lr_schedule == "cosine":
+        span, low = max(1, config.epochs - 1), config.lr_min_ratio
+        return torch.optim.lr_scheduler.LambdaLR(
+            optimizer, lambda e: low + (1 - low) * 0.5 * (1 + math.cos(math.pi * min(e, span) / span)))
+    raise ValueError(f"unknown learning-rate schedule {config.lr_schedule!r} (exponential, cosine or step)")
+
+
+def _batches(source, batch_size: int, seed: int, skip: int):
+    """The epoch's batches after the first ``skip`` (a run resumed within an epoch): skipped unread by a source
+    that takes ``skip``, read and dropped otherwise."""
+    if skip == 0:
+        return source.batches(batch_size, True, seed)
+    if "skip" in inspect.signature(source.batches).parameters:
+        return source.batches(batch_size, True, seed, skip=skip)
+    return itertools.islice(source.batches(batch_size, True, seed), skip, None)
+
+
 def _batch_loss(model: NnueModel, batch: TrainingArrays, config: TrainConfig, device) -> torch.Tensor:
     out = model(batch.white_idx, batch.black_idx, batch.stm, batch.bucket)
     score = torch.as_tensor(np.asarray(batch.score), dtype=torch.float32, device=device)
@@ -135,8 +167,8 @@ def train(data, config: TrainConfig, resume=None, val_data=None) -> TrainResult:
         check_arch(state, config.l1, resume)
     model = NnueModel(config.l1, seed=config.seed).to(device)
     optimizer = make_optimizer(model, config)
-    scheduler = torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma=config.lr_gamma)
-    start, history = 0, []
+    scheduler = make_scheduler(optimizer, config)
+    start, history, done, partial = 0, [], 0, (0.0, 0)
     if state is not None:
         restore_model(state, model, resume)
         if state.get("optimizer") is not None:
@@ -144,19 +176,25 @@ def train(data, config: TrainConfig, resume=None, val_data=None) -> TrainResult:
         if state.get("scheduler") is not None:
             scheduler.load_state_dict(state["scheduler"])
         start, history = state["epoch"], list(state.get("history", []))
-        log(f"resumed from {resume} after epoch {start}")
+        done = int(state.get("batch", 0))
+        partial = (float(state.get("epoch_loss", 0.0)), int(state.get("epoch_count", 0)))
+        log(f"resumed from {resume} after epoch {start}" + (f" and {done} batches of epoch {start + 1}" if done
+                                                            else ""))
         if start >= config.epochs:
             log(f"nothing to do: the checkpoint has {start} epochs, the run asks for {config.epochs}")
 
     ckpt_path = None
+    out = Path(config.out_dir) if config.out_dir else None
     for epoch in range(start + 1, config.epochs + 1):
         model.fake_quant = epoch > config.epochs - config.fake_quant_epochs
         model.train()
         lr = optimizer.param_groups[0]["lr"]
-        total, count, t0 = 0.0, 0, time.perf_counter()
+        (total, count), t0, saved = partial, time.perf_counter(), time.monotonic()
         bar = progress_bar(len(train_src) if hasattr(train_src, "__len__") else None,
                            f"epoch {epoch}/{config.epochs}", "pos", enabled=config.progress, leave=False)
-        for batch in train_src.batches(config.batch_size, True, config.seed * 100003 + epoch):
+        bar.update(count)
+        seen = 0
+        for batch in _batches(train_src, config.batch_size, config.seed * 100003 + epoch, done):
             optimizer.zero_grad(set_to_none=True)
             loss = _batch_loss(model, batch, config, device)
             loss.backward()
@@ -165,19 +203,26 @@ def train(data, config: TrainConfig, resume=None, val_data=None) -> TrainResult:
             n = len(batch.stm)
             total += float(loss.detach()) * n
             count += n
+            seen += n
+            done += 1
             bar.update(n)
+            if out is not None and config.checkpoint_minutes > 0 and \
+                    time.monotonic() - saved >= 60 * config.checkpoint_minutes:
+                save_checkpoint(out / LAST, model, optimizer, scheduler, epoch - 1, config.record(), history,
+                                {"batch": done, "epoch_loss": total, "epoch_count": count})
+                saved = time.monotonic()
         bar.close()
+        done, partial = 0, (0.0, 0)
         elapsed = time.perf_counter() - t0
         if count == 0:
             raise DataError("the training data yielded no positions")
         scheduler.step()
         model.eval()
         val = evaluate_loss(model, val_src, config, device) if val_src is not None else None
-        stats = EpochStats(epoch, total / count, val, lr, count / max(elapsed, 1e-9), model.fake_quant)
+        stats = EpochStats(epoch, total / count, val, lr, seen / max(elapsed, 1e-9), model.fake_quant)
         history.append(stats._asdict())
         log(stats.line(config.epochs))
-        if config.out_dir:
-            out = Path(config.out_dir)
+        if out is not None:
             ckpt_path = save_checkpoint(out / f"epoch-{epoch:04d}.pt", model, optimizer, scheduler, epoch,
                                         config.record(), history)
             save_checkpoint(out / LAST, model, optimizer, scheduler, epoch, config.record(), history)
