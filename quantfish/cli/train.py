@@ -60,6 +60,9 @@ def _load_source(spec: str):
               help="Directory for the checkpoints (epoch-NNNN.pt, last.pt).")
 @click.option("--l1", type=click.IntRange(32, 4096), default=None,
               help="Accumulator width: 128, 256, 512 or 1024 (default 256, or the checkpoint's with --resume).")
+@click.option("--factoriser", is_flag=True, default=False,
+              help="Train with virtual (piece, square) features shared by every king square, folded into the net "
+                   "at export (HalfKAv2_hm^); a resumed run keeps its checkpoint's choice.")
 @click.option("--epochs", type=click.IntRange(1, None), default=10, show_default=True,
               help="Total epochs (a resumed run continues up to this).")
 @click.option("--batch-size", type=click.IntRange(1, None), default=16384, show_default=True)
@@ -91,9 +94,9 @@ def _load_source(spec: str):
 @click.option("--resume", type=click.Path(dir_okay=False), default=None, help="Continue from a checkpoint.")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--threads", type=click.IntRange(1, None), default=None, help="PyTorch CPU threads.")
-def train_command(data_paths, source, out_dir, l1, epochs, batch_size, lr, lr_gamma, lr_schedule, lr_min_ratio,
-                  lr_step_epochs, optimizer, lambda_, wdl_scale, loss_exponent, shuffle_buffer, checkpoint_minutes,
-                  val_fraction, fake_quant_epochs, resume, seed, threads):
+def train_command(data_paths, source, out_dir, l1, factoriser, epochs, batch_size, lr, lr_gamma, lr_schedule,
+                  lr_min_ratio, lr_step_epochs, optimizer, lambda_, wdl_scale, loss_exponent, shuffle_buffer,
+                  checkpoint_minutes, val_fraction, fake_quant_epochs, resume, seed, threads):
     """Train a HalfKAv2_hm net (Stockfish 15.1 topology) on scored positions."""
     _require_torch()
     if bool(data_paths) == bool(source):
@@ -106,11 +109,15 @@ def train_command(data_paths, source, out_dir, l1, epochs, batch_size, lr, lr_ga
     if threads:
         torch.set_num_threads(threads)
     try:
-        if l1 is None:
-            l1 = int(load_checkpoint(resume)["arch"]["l1"]) if resume else 256
+        if resume:
+            arch = load_checkpoint(resume)["arch"]
+            l1 = l1 or int(arch["l1"])
+            factoriser = bool(arch.get("factoriser", False))
+        l1 = l1 or 256
         data = as_source(_load_source(source)) if source else load_data_files(data_paths, shuffle_buffer)
-        config = TrainConfig(l1=l1, epochs=epochs, batch_size=batch_size, lr=lr, lr_gamma=lr_gamma,
-                             lr_schedule=lr_schedule, lr_min_ratio=lr_min_ratio, lr_step_epochs=lr_step_epochs,
+        config = TrainConfig(l1=l1, factoriser=factoriser, epochs=epochs, batch_size=batch_size, lr=lr,
+                             lr_gamma=lr_gamma, lr_schedule=lr_schedule, lr_min_ratio=lr_min_ratio,
+                             lr_step_epochs=lr_step_epochs,
                              optimizer=optimizer, lambda_=lambda_, wdl_scale=wdl_scale, loss_exponent=loss_exponent,
                              val_fraction=val_fraction, fake_quant_epochs=fake_quant_epochs, seed=seed,
                              out_dir=out_dir, checkpoint_minutes=checkpoint_minutes,

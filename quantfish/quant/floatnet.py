@@ -92,10 +92,13 @@ class FloatNet:
             from quantfish.train.checkpoint import CheckpointError
             raise CheckpointError(f"{path}: neither a Quantfish training checkpoint nor an nnue-pytorch state dict "
                                   f"(no input.weight tensor)")
+        from quantfish.train.model import fold_factoriser
         state = check_format(state, path)
-        l1 = int(state.get("arch", {}).get("l1", 0))
-        check_arch(state, l1, path)
+        arch = state.get("arch", {})
+        l1 = int(arch.get("l1", 0))
+        check_arch(state, l1, path, bool(arch.get("factoriser", False)))
         m = {k: v.detach().cpu().double().numpy() for k, v in state["model"].items()}
+        m["ft_weight"] = fold_factoriser(m["ft_weight"])
         s = LAYER_STACKS
         return cls(ft_bias=m["ft_bias"], ft_weights=m["ft_weight"][:NUM_FEATURES, :l1].copy(),
                    ft_psqt=m["ft_weight"][:NUM_FEATURES, l1:].copy(), w0=m["w0"].reshape(s, FC0_OUT, l1),

@@ -9,7 +9,13 @@ is the float image of the integer arithmetic under the scales of ``quantfish.nnu
 weights this is the float counterpart of the engine's forward pass (the engine floors where this does not).
 
 The FT weights and the PSQT weights share one embedding table (L1 + 8 columns, one sparse sum for both);
-row 22528 is the padding row that index -1 maps to (excluded from the sum). On the CPU that sum, the clamp,
+row 22528 is the padding row that index -1 maps to (excluded from the sum).
+
+The factoriser (``factoriser=True``, the guide's HalfKAv2_hm^): 704 more rows, one for each (piece, square)
+whatever the king's square, added to every real feature of that piece and square. Each virtual row learns from
+all 32 king buckets' positions at once, so what is common to them is learnt from 32 times the data; at export
+the virtual rows are folded into the real ones (``fold_factoriser``) and the net is the plain topology. The
+virtual rows start at zero, so a factorised model starts as the same function as an unfactorised one. On the CPU that sum, the clamp,
 the pairwise product and their gradients run as Numba kernels (``quantfish.train.ftkernel``).
 """
 
@@ -28,6 +34,20 @@ SUPPORTED_L1 = (128, 256, 512, 1024)
 N_HIDDEN = FC0_OUT - 1          # fc_0 outputs that feed fc_1
 FC1_IN = 2 * N_HIDDEN           # 15 squared + 15 clipped
 PAD = NUM_FEATURES              # embedding row of the padding index
+VIRTUAL = NUM_FEATURES + 1      # first row of the factoriser's virtual features (PS_NB of them)
+
+
+def fold_factoriser(table):
+    """The real rows of an embedding table with the factoriser's virtual rows added to them (a tensor or
+    numpy array of NUM_FEATURES + 1 + PS_NB rows; a table without virtual rows is returned as it is)."""
+    if table.shape[0] <= VIRTUAL:
+        return table
+    real = table[:VIRTUAL]
+    virtual = table[VIRTUAL:VIRTUAL + PS_NB]
+    folded = real.clone() if hasattr(real, "clone") else real.copy()
+    for b in range(NUM_FEATURES // PS_NB):
+        folded[b * PS_NB:(b + 1) * PS_NB] += virtual
+    return folded
 
 # Middle-game piece values of Stockfish 15.1 (types.h), internal units: the PSQT starts as plain material.
 _PIECE_VALUES = (126, 781, 825, 1276, 2538)   # pawn .. queen
@@ -47,16 +67,18 @@ def _fake_quant(w: torch.Tensor, scale) -> torch.Tensor:
 class NnueModel(nn.Module):
     """Float HalfKAv2_hm net of width ``l1``; ``forward`` returns internal units (side to move's view)."""
 
-    def __init__(self, l1: int = 256, seed: int | None = 0):
+    def __init__(self, l1: int = 256, seed: int | None = 0, factoriser: bool = False):
         super().__init__()
         if l1 <= 0 or l1 % 32:
             raise ValueError(f"L1 must be a positive multiple of 32 (tested: {SUPPORTED_L1}), got {l1}")
         self.l1 = l1
+        self.factoriser = factoriser
         self.fake_quant = False
         gen = torch.Generator().manual_seed(seed) if seed is not None else None
         s = LAYER_STACKS
         # FT and PSQT: one table of L1 + 8 columns; FT columns scale 127, PSQT columns scale 9600.
-        self.ft_weight = nn.Parameter(torch.empty(NUM_FEATURES + 1, l1 + PSQT_BUCKETS))
+        rows = NUM_FEATURES + 1 + (PS_NB if factoriser else 0)
+        self.ft_weight = nn.Parameter(torch.empty(rows, l1 + PSQT_BUCKETS))
         self.ft_bias = nn.Parameter(torch.empty(l1))
         self.w0 = nn.Parameter(torch.empty(s * FC0_OUT, l1))
         self.b0 = nn.Parameter(torch.empty(s * FC0_OUT))
@@ -77,7 +99,7 @@ class NnueModel(nn.Module):
             l1 = self.l1
             self.ft_weight.normal_(0.0, 0.05, generator=gen)
             self.ft_weight[:, l1:] = 0.0
-            self.ft_weight[PAD] = 0.0
+            self.ft_weight[PAD:] = 0.0          # the padding row, and the factoriser's rows when there are any
             self.ft_bias.fill_(0.5)
             planes = torch.arange(NUM_FEATURES) % PS_NB // 64      # 0..10: own P, enemy P, own N, ...
             for p in range(10):
@@ -127,6 +149,9 @@ class NnueModel(nn.Module):
         ftw, ftb, w0, b0, w1, b1, w2, b2 = self._params()
         l1 = self.l1
 
+        if self.factoriser:         # each real feature also activates its (piece, square) row
+            wi = torch.cat([wi, torch.where(wi >= 0, VIRTUAL + wi % PS_NB, -1)], 1)
+            bi = torch.cat([bi, torch.where(bi >= 0, VIRTUAL + bi % PS_NB, -1)], 1)
         white_to_move = (stm == 0).unsqueeze(1)
         x, psqt_all = feature_transform(torch.where(white_to_move, wi, bi), torch.where(white_to_move, bi, wi),
                                         ftw, ftb, l1, PAD)
@@ -163,11 +188,30 @@ class NnueModel(nn.Module):
         self.ft_weight[:, :l1].clamp_(ft_lo, ft_hi)
         self.ft_weight[:, l1:].clamp_(ps_lo, ps_hi)
         self.ft_weight[PAD].zero_()
+        if self.factoriser:
+            # What the export will hold is real + virtual: keep that sum in range by moving the real rows.
+            w = self.ft_weight
+            virtual = w[VIRTUAL:].repeat(NUM_FEATURES // PS_NB, 1)
+            lo = torch.tensor([ft_lo] * l1 + [ps_lo] * PSQT_BUCKETS, dtype=w.dtype, device=w.device)
+            hi = torch.tensor([ft_hi] * l1 + [ps_hi] * PSQT_BUCKETS, dtype=w.dtype, device=w.device)
+            w[:NUM_FEATURES] = torch.minimum(torch.maximum(w[:NUM_FEATURES] + virtual, lo), hi) - virtual
         for p, q in ((self.ft_bias, scales.FT_BIAS), (self.w0, scales.W0), (self.b0, scales.B0),
                      (self.w1, scales.W1), (self.b1, scales.B1), (self.w2, scales.W2), (self.b2, scales.B2)):
             p.clamp_(*q.clip_range)
 
+    def folded(self) -> "NnueModel":
+        """The same function without the factoriser: its virtual rows added into the real ones."""
+        if not self.factoriser:
+            return self
+        plain = NnueModel(self.l1, seed=None)
+        with torch.no_grad():
+            state = {k: v.detach().clone() for k, v in self.state_dict().items()}
+            state["ft_weight"] = fold_factoriser(state["ft_weight"])
+            plain.load_state_dict(state)
+        plain.fake_quant = self.fake_quant
+        return plain
+
     def describe(self) -> str:
-        return (f"HalfKAv2_hm[{NUM_FEATURES}]x2 -> {self.l1} -> {FC0_OUT} -> {FC1_OUT} -> 1, "
-                f"{LAYER_STACKS} buckets (float model)")
+        return (f"HalfKAv2_hm{'^' if self.factoriser else ''}[{NUM_FEATURES}]x2 -> {self.l1} -> {FC0_OUT} -> "
+                f"{FC1_OUT} -> 1, {LAYER_STACKS} buckets (float model)")
 

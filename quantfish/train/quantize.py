@@ -126,7 +126,9 @@ def _check_accumulator(arch: Architecture, ft_bias: np.ndarray, ft_weights: np.n
 
 
 def model_arrays(model: NnueModel) -> dict[str, np.ndarray]:
-    """The model's float parameters (float64) in the shapes of ``Net``'s fields, padding columns zero."""
+    """The model's float parameters (float64) in the shapes of ``Net``'s fields, padding columns zero (a
+    factorised model's virtual rows folded into the real ones)."""
+    model = model.folded()
     l1 = model.l1
     g = lambda p: p.detach().cpu().double().numpy()
     arch = net_architecture(l1)

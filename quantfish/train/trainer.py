@@ -35,6 +35,7 @@ class TrainConfig:
     """Everything a run is made of (recorded in each checkpoint, except ``log``)."""
 
     l1: int = 256
+    factoriser: bool = False             # HalfKAv2_hm^: virtual (piece, square) features, folded in at export
     epochs: int = 10                     # total epochs of the run (a resumed run continues up to it)
     batch_size: int = 16384
     lr: float = 8.75e-4                  # nnue-pytorch's starting rate for Adam
@@ -164,8 +165,8 @@ def train(data, config: TrainConfig, resume=None, val_data=None) -> TrainResult:
     state = None
     if resume is not None:
         state = load_checkpoint(resume)
-        check_arch(state, config.l1, resume)
-    model = NnueModel(config.l1, seed=config.seed).to(device)
+        check_arch(state, config.l1, resume, config.factoriser)
+    model = NnueModel(config.l1, seed=config.seed, factoriser=config.factoriser).to(device)
     optimizer = make_optimizer(model, config)
     scheduler = make_scheduler(optimizer, config)
     start, history, done, partial = 0, [], 0, (0.0, 0)
@@ -232,9 +233,11 @@ def train(data, config: TrainConfig, resume=None, val_data=None) -> TrainResult:
 def model_from_checkpoint(path, l1: int | None = None) -> NnueModel:
     """The model of a checkpoint (CPU, evaluation mode); refuses a checkpoint of another width than ``l1``."""
     state = load_checkpoint(path)
-    width = int(state.get("arch", {}).get("l1", 0)) if l1 is None else l1
-    check_arch(state, width, path)
-    model = NnueModel(width, seed=None)
+    arch = state.get("arch", {})
+    width = int(arch.get("l1", 0)) if l1 is None else l1
+    factoriser = bool(arch.get("factoriser", False))
+    check_arch(state, width, path, factoriser)
+    model = NnueModel(width, seed=None, factoriser=factoriser)
     restore_model(state, model, path)
     model.fake_quant = False
     model.eval()
