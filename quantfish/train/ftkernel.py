@@ -8,7 +8,8 @@ On the CPU this is two Numba kernels (forward, backward) behind a PyTorch autogr
 PyTorch operations, the same thing spends most of a training step outside arithmetic: ``embedding_bag``'s
 backward sorts every index, and each slice, clamp and product of the [n, L1] tensors allocates and zero-fills
 its gradient (measured: 60% of a step at L1 = 256). The kernels make one pass over each position's rows in
-each direction. Elsewhere (CUDA) the PyTorch formulation runs (``reference_transform``), which is also what
+each direction, on every thread (the positions split between them; in the backward pass each thread
+scatter-adds into its own gradient table, summed at the end). Elsewhere (CUDA) the PyTorch formulation runs (``reference_transform``), which is also what
 the kernels are tested against.
 """
 
@@ -18,17 +19,21 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+import numba
+from numba import prange
+
 from quantfish.runtime.jit import njit
 from quantfish.nnue.scales import PAIRWISE_FACTOR
 
 
-@njit(cache=True, nogil=True, fastmath=True)
+@njit(cache=True, nogil=True, fastmath=True, parallel=True)
 def _forward(idx_us, idx_them, weight, bias, l1, acc, x, psqt):
-    """acc[p, i] = bias (FT columns) + rows of weight; x = clamp products; psqt = (us - them) / 2."""
+    """acc[p, i] = bias (FT columns) + rows of weight; x = clamp products; psqt = (us - them) / 2.
+    Positions are independent: split across threads."""
     n, k = idx_us.shape
     d = weight.shape[1]
     half = l1 // 2
-    for i in range(n):
+    for i in prange(n):
         for p in range(2):
             a = acc[p, i]
             for j in range(l1):
@@ -41,23 +46,23 @@ def _forward(idx_us, idx_them, weight, bias, l1, acc, x, psqt):
                     w = weight[f]
                     for j in range(d):
                         a[j] += w[j]
-            xo = x[i, p * half:(p + 1) * half]
             for j in range(half):
                 u = min(max(a[j], 0.0), 1.0)
                 v = min(max(a[j + half], 0.0), 1.0)
-                xo[j] = u * v * PAIRWISE_FACTOR
+                x[i, p * half + j] = u * v * PAIRWISE_FACTOR
         for j in range(d - l1):
             psqt[i, j] = (acc[0, i, l1 + j] - acc[1, i, l1 + j]) * 0.5
 
 
 @njit(cache=True, nogil=True, fastmath=True)
-def _backward(idx_us, idx_them, acc, l1, grad_x, grad_psqt, grad_weight, grad_bias):
-    """Gradients of weight (scatter-add per active row) and bias from those of x and psqt."""
-    n, k = idx_us.shape
+def _backward_range(idx_us, idx_them, acc, l1, grad_x, grad_psqt, lo, hi, grad_weight, grad_bias):
+    """Gradients of weight (scatter-add of whole rows per active feature) and bias from those of x and psqt,
+    for positions lo..hi-1."""
+    k = idx_us.shape[1]
     d = grad_weight.shape[1]
     half = l1 // 2
     g = np.empty(d, np.float32)
-    for i in range(n):
+    for i in range(lo, hi):
         for p in range(2):
             a = acc[p, i]
             gx = grad_x[i, p * half:(p + 1) * half]
@@ -83,6 +88,40 @@ def _backward(idx_us, idx_them, acc, l1, grad_x, grad_psqt, grad_weight, grad_bi
                         gw[j] += g[j]
 
 
+@njit(cache=True, nogil=True, fastmath=True, parallel=True)
+def _backward(idx_us, idx_them, acc, l1, grad_x, grad_psqt, grad_weight, grad_bias, parts):
+    """``_backward_range`` on ``parts`` slices of the positions at once, each into its own gradient table (a
+    whole row written per feature keeps the scatter-add in cache lines; no lock), then summed."""
+    n = idx_us.shape[0]
+    rows, d = grad_weight.shape
+    if parts <= 1:
+        _backward_range(idx_us, idx_them, acc, l1, grad_x, grad_psqt, 0, n, grad_weight, grad_bias)
+        return
+    tables = np.zeros((parts - 1, rows, d), np.float32)
+    biases = np.zeros((parts - 1, l1), np.float32)
+    for t in prange(parts):
+        lo, hi = n * t // parts, n * (t + 1) // parts
+        if t == 0:
+            _backward_range(idx_us, idx_them, acc, l1, grad_x, grad_psqt, lo, hi, grad_weight, grad_bias)
+        else:
+            _backward_range(idx_us, idx_them, acc, l1, grad_x, grad_psqt, lo, hi, tables[t - 1], biases[t - 1])
+    for r in prange(rows):
+        for t in range(parts - 1):
+            src = tables[t, r]
+            dst = grad_weight[r]
+            for j in range(d):
+                dst[j] += src[j]
+    for t in range(parts - 1):
+        for j in range(l1):
+            grad_bias[j] += biases[t, j]
+
+
+def set_threads(threads: int) -> None:
+    """Threads of PyTorch and of these kernels (Numba's pool; at most the cores it started with)."""
+    torch.set_num_threads(threads)
+    numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))
+
+
 class _FeatureTransform(torch.autograd.Function):
     @staticmethod
     def forward(ctx, idx_us, idx_them, weight, bias, l1: int):
@@ -106,7 +145,7 @@ class _FeatureTransform(torch.autograd.Function):
         grad_weight = torch.zeros(ctx.rows, d, dtype=torch.float32)
         grad_bias = torch.zeros(ctx.l1, dtype=torch.float32)
         _backward(idx_us.numpy(), idx_them.numpy(), acc.numpy(), ctx.l1, grad_x.numpy(), grad_psqt.numpy(),
-                  grad_weight.numpy(), grad_bias.numpy())
+                  grad_weight.numpy(), grad_bias.numpy(), numba.get_num_threads())
         return None, None, grad_weight, grad_bias, None
 
 

@@ -16,13 +16,12 @@ import numpy as np
 
 def measure(l1: int = 256, batch_size: int = 16384, steps: int = 8, threads: int = 1, seed: int = 0) -> float:
     """Positions per second of ``steps`` training steps on batches of ``batch_size`` distinct positions."""
-    import torch
-
     from quantfish.train.distill import board_arrays, random_boards
     from quantfish.train.trainer import TrainConfig, _batch_loss, make_optimizer
     from quantfish.train.model import NnueModel
+    from quantfish.train.ftkernel import set_threads
 
-    torch.set_num_threads(threads)
+    set_threads(threads)
     arrays = board_arrays(random_boards(batch_size, seed))
     rng = np.random.default_rng(seed)
     arrays = arrays._replace(score=rng.normal(0, 300, batch_size).astype(np.float32))
