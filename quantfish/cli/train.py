@@ -90,36 +90,44 @@ def _load_source(spec: str):
 @click.option("--val-fraction", type=click.FloatRange(0, 0.9), default=0.05, show_default=True,
               help="Share of the positions held back for the validation loss.")
 @click.option("--fake-quant-epochs", type=click.IntRange(0, None), default=0, show_default=True,
-              help="Train the last N epochs through weights rounded to their integer grid.")
+              help="Train the last N epochs through the quantised net, the --qat way.")
+@click.option("--qat", type=click.Choice(["ste", "dorefa", "pact", "wrpn"]), default="ste", show_default=True,
+              help="Quantisation-aware training: ste rounds the weights (straight-through gradient); dorefa "
+                   "trains tanh-normalised dense weights; pact learns the FT and fc_1 clips; wrpn clips the "
+                   "weights (see --qat-bits); the last three also floor the activations to their int8 steps. "
+                   "A resumed run keeps its checkpoint's choice.")
+@click.option("--qat-bits", type=click.IntRange(2, 8), default=8, show_default=True,
+              help="Bits of the dense layers' weights under dorefa and wrpn (8: the format's int8).")
 @click.option("--resume", type=click.Path(dir_okay=False), default=None, help="Continue from a checkpoint.")
 @click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--threads", type=click.IntRange(1, None), default=None, help="PyTorch CPU threads.")
+@click.option("--threads", type=click.IntRange(1, None), default=None, help="CPU threads (PyTorch and the feature-transformer kernels; default: every core).")
 def train_command(data_paths, source, out_dir, l1, factoriser, epochs, batch_size, lr, lr_gamma, lr_schedule,
                   lr_min_ratio, lr_step_epochs, optimizer, lambda_, wdl_scale, loss_exponent, shuffle_buffer,
-                  checkpoint_minutes, val_fraction, fake_quant_epochs, resume, seed, threads):
+                  checkpoint_minutes, val_fraction, fake_quant_epochs, qat, qat_bits, resume, seed, threads):
     """Train a HalfKAv2_hm net (Stockfish 15.1 topology) on scored positions."""
     _require_torch()
     if bool(data_paths) == bool(source):
         raise click.UsageError("give training data: --data FILE (repeatable) or --source MODULE:FUNCTION")
-    import torch
     from quantfish.train.checkpoint import load_checkpoint
     from quantfish.train.data import as_source
     from quantfish.train.stream import load_data_files
     from quantfish.train.trainer import LAST, TrainConfig, pick_device, train
     if threads:
-        torch.set_num_threads(threads)
+        from quantfish.train.ftkernel import set_threads
+        set_threads(threads)
     try:
         if resume:
             arch = load_checkpoint(resume)["arch"]
             l1 = l1 or int(arch["l1"])
             factoriser = bool(arch.get("factoriser", False))
+            qat, qat_bits = str(arch.get("qat", "ste")), int(arch.get("qat_bits", 8))
         l1 = l1 or 256
         data = as_source(_load_source(source)) if source else load_data_files(data_paths, shuffle_buffer)
         config = TrainConfig(l1=l1, factoriser=factoriser, epochs=epochs, batch_size=batch_size, lr=lr,
                              lr_gamma=lr_gamma, lr_schedule=lr_schedule, lr_min_ratio=lr_min_ratio,
                              lr_step_epochs=lr_step_epochs,
                              optimizer=optimizer, lambda_=lambda_, wdl_scale=wdl_scale, loss_exponent=loss_exponent,
-                             val_fraction=val_fraction, fake_quant_epochs=fake_quant_epochs, seed=seed,
+                             val_fraction=val_fraction, fake_quant_epochs=fake_quant_epochs, seed=seed, qat=qat, qat_bits=qat_bits,
                              out_dir=out_dir, checkpoint_minutes=checkpoint_minutes,
                              log=lambda s: click.echo(s, err=True), progress=True)
         size = f", {len(data):,} positions" if hasattr(data, "__len__") else ""

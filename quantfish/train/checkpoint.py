@@ -22,14 +22,21 @@ class CheckpointError(ValueError):
     """A checkpoint that cannot be read, or belongs to another architecture or format."""
 
 
-def arch_record(l1: int, factoriser: bool = False) -> dict:
-    """Everything about the shape a checkpoint's tensors have (a factorised model's FT table has the
-    factoriser's rows too)."""
+def arch_record(l1: int, factoriser: bool = False, qat: str = "ste", qat_bits: int = 8) -> dict:
+    """Everything about the shape and meaning a checkpoint's tensors have (a factorised model's FT table has
+    the factoriser's rows too; DoReFa's dense weights are latent, PACT adds its clips)."""
     record = {"features": FEATURE_SET_NAME, "num_features": NUM_FEATURES, "l1": l1, "fc0_out": FC0_OUT,
               "fc1_out": FC1_OUT, "layer_stacks": LAYER_STACKS, "psqt_buckets": PSQT_BUCKETS}
     if factoriser:
         record["factoriser"] = True
+    if qat != "ste":
+        record["qat"] = qat
+        record["qat_bits"] = qat_bits
     return record
+
+
+def model_record(model) -> dict:
+    return arch_record(model.l1, model.factoriser, model.qat, model.qat_bits)
 
 
 def save_checkpoint(path, model, optimizer=None, scheduler=None, epoch: int = 0, config: dict | None = None,
@@ -39,7 +46,7 @@ def save_checkpoint(path, model, optimizer=None, scheduler=None, epoch: int = 0,
     far the next one had gone, for a checkpoint saved in the middle of it."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    state = {"format": FORMAT, "version": FORMAT_VERSION, "arch": arch_record(model.l1, model.factoriser),
+    state = {"format": FORMAT, "version": FORMAT_VERSION, "arch": model_record(model),
              "model": model.state_dict(), "epoch": int(epoch), "config": dict(config or {}),
              "history": list(history or []),
              "optimizer": optimizer.state_dict() if optimizer is not None else None,
@@ -80,10 +87,11 @@ def check_format(state, path) -> dict:
     return state
 
 
-def check_arch(state: dict, l1: int, path="checkpoint", factoriser: bool = False) -> None:
+def check_arch(state: dict, l1: int, path="checkpoint", factoriser: bool = False, qat: str = "ste",
+               qat_bits: int = 8) -> None:
     """Refuse a checkpoint whose recorded architecture differs from a model of width ``l1``."""
-    want = {**arch_record(l1), "factoriser": factoriser}
-    have = {"factoriser": False, **state.get("arch", {})}
+    want = {**arch_record(l1), "factoriser": factoriser, "qat": qat, "qat_bits": qat_bits}
+    have = {"factoriser": False, "qat": "ste", "qat_bits": 8, **state.get("arch", {})}
     diff = [f"{k} {have.get(k)!r} (model: {v!r})" for k, v in want.items() if have.get(k) != v]
     if diff:
         raise CheckpointError(f"{path}: checkpoint shape does not match the model: " + ", ".join(diff)
@@ -92,5 +100,5 @@ def check_arch(state: dict, l1: int, path="checkpoint", factoriser: bool = False
 
 def restore_model(state: dict, model, path="checkpoint") -> None:
     """Load the model's tensors after checking the architecture."""
-    check_arch(state, model.l1, path, model.factoriser)
+    check_arch(state, model.l1, path, model.factoriser, model.qat, model.qat_bits)
     model.load_state_dict(state["model"])

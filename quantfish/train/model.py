@@ -31,6 +31,12 @@ from quantfish.nnue import scales
 from quantfish.train.ftkernel import feature_transform
 
 SUPPORTED_L1 = (128, 256, 512, 1024)
+# Quantisation-aware training: "ste" rounds the weights to the format's grid (straight-through); "dorefa"
+# trains tanh-normalised dense weights and also floors the activations to their int8 steps; "pact" learns
+# the clip of the FT and fc_1 activations (folded into the weights at export) and floors the activations;
+# "wrpn" clips the weights to their range and floors the activations, with ``qat_bits`` below 8 for a
+# coarser weight grid (WRPN's reduced precision; its wider layers are ``l1``).
+QAT_METHODS = ("ste", "dorefa", "pact", "wrpn")
 N_HIDDEN = FC0_OUT - 1          # fc_0 outputs that feed fc_1
 FC1_IN = 2 * N_HIDDEN           # 15 squared + 15 clipped
 PAD = NUM_FEATURES              # embedding row of the padding index
@@ -59,20 +65,53 @@ def _as_tensor(a, dtype, device) -> torch.Tensor:
     return torch.as_tensor(np.asarray(a), dtype=dtype, device=device)
 
 
-def _fake_quant(w: torch.Tensor, scale) -> torch.Tensor:
-    """Round to the integer grid in the forward pass, identity gradient (straight-through estimator)."""
-    return w + (torch.round(w * scale) / scale - w).detach()
+def _fake_quant(w: torch.Tensor, scale, bits: int = 8) -> torch.Tensor:
+    """Round to the integer grid in the forward pass (below 8 bits, to the ``bits``-bit grid of
+    ``_on_grid``), identity gradient (straight-through estimator)."""
+    if bits < 8:
+        return w + (_on_grid(w.detach(), scale, bits) - w).detach()
+    unit = 1.0 / scale
+    return w + (torch.round(w / unit) * unit - w).detach()
+
+
+def _weight_step(bits: int) -> int:
+    """Integers between neighbouring values of a ``bits``-bit symmetric weight grid laid on int8's [-127, 127]:
+    2^(bits-1) - 1 levels a side (WRPN's sign bit and magnitude bits), rounded to whole integers so that the
+    grid is exactly the format's (8 bits: every integer; 6 bits: every 4th)."""
+    return max(1, round(127 / (2 ** (bits - 1) - 1)))
+
+
+def _on_grid(w: torch.Tensor, scale: float, bits: int) -> torch.Tensor:
+    """``w`` rounded to the ``bits``-bit grid of integers (multiples of ``_weight_step``, at most
+    2^(bits-1) - 1 of them a side), in float units."""
+    step, levels = _weight_step(bits), 2 ** (bits - 1) - 1
+    return torch.clamp(torch.round(w * scale / step), -levels, levels) * step / scale
+
+
+def _dorefa(w: torch.Tensor, q) -> torch.Tensor:
+    """DoReFa's weight transform onto the whole range of the int8 tensor ``q``: tanh, normalised by the
+    tensor's largest |tanh|, so its largest weight sits at +-127 / scale (its quantize_k is the rounding of
+    ``_params``)."""
+    t = torch.tanh(w)
+    return t / t.abs().max().clamp_min(1e-12) * q.clip_range[1]
 
 
 class NnueModel(nn.Module):
     """Float HalfKAv2_hm net of width ``l1``; ``forward`` returns internal units (side to move's view)."""
 
-    def __init__(self, l1: int = 256, seed: int | None = 0, factoriser: bool = False):
+    def __init__(self, l1: int = 256, seed: int | None = 0, factoriser: bool = False, qat: str = "ste",
+                 qat_bits: int = 8):
         super().__init__()
         if l1 <= 0 or l1 % 32:
             raise ValueError(f"L1 must be a positive multiple of 32 (tested: {SUPPORTED_L1}), got {l1}")
+        if qat not in QAT_METHODS:
+            raise ValueError(f"unknown quantisation-aware training method {qat!r} ({', '.join(QAT_METHODS)})")
+        if not 2 <= qat_bits <= 8:
+            raise ValueError(f"QAT weight bits must be 2..8 (the format's dense weights are int8), got {qat_bits}")
         self.l1 = l1
         self.factoriser = factoriser
+        self.qat = qat
+        self.qat_bits = qat_bits
         self.fake_quant = False
         gen = torch.Generator().manual_seed(seed) if seed is not None else None
         s = LAYER_STACKS
@@ -86,6 +125,9 @@ class NnueModel(nn.Module):
         self.b1 = nn.Parameter(torch.empty(s * FC1_OUT))
         self.w2 = nn.Parameter(torch.empty(s, FC1_OUT))
         self.b2 = nn.Parameter(torch.empty(s))
+        if qat == "pact":       # learned clips: the FT's (one) and fc_1's (one per layer stack)
+            self.pact_ft = nn.Parameter(torch.ones(()))
+            self.pact_fc1 = nn.Parameter(torch.ones(s))
         self._init_weights(gen)
         col = torch.full((l1 + PSQT_BUCKETS,), scales.FT_SCALE)
         col[l1:] = scales.OUTPUT_BIAS_SCALE
@@ -117,14 +159,67 @@ class NnueModel(nn.Module):
         self.clip_weights()
 
     # ------------------------------------------------------------------------------------------------
+    def effective(self):
+        """The parameters in the form the exported net holds them (float; not yet rounded): DoReFa's weights
+        are the tanh-normalised image of the latent ones, PACT's clips are folded into the layers around them
+        (clamp(z, 0, a) = a * clamp(z / a, 0, 1): the layer before divided by a, the one after multiplied)."""
+        ftw, ftb, w0, b0, w1, b1, w2, b2 = (self.ft_weight, self.ft_bias, self.w0, self.b0, self.w1, self.b1,
+                                            self.w2, self.b2)
+        if self.qat == "dorefa":
+            w0, w1, w2 = (_dorefa(w, q) for w, q in ((w0, scales.W0), (w1, scales.W1), (w2, scales.W2)))
+        elif self.qat == "pact":
+            a = self.pact_ft
+            l1 = self.l1
+            ftw = torch.cat([ftw[:, :l1] / a, ftw[:, l1:]], 1)
+            ftb = ftb / a
+            w0 = w0 * (a * a)           # the pairwise product of two clipped halves carries a^2
+            a1 = self.pact_fc1.repeat_interleave(FC1_OUT)
+            w1, b1 = w1 / a1.unsqueeze(1), b1 / a1
+            w2 = w2 * self.pact_fc1.unsqueeze(1)
+        return ftw, ftb, w0, b0, w1, b1, w2, b2
+
+    def exported(self):
+        """``effective()`` with the dense weights put on their coarser grid when ``qat_bits`` < 8 (DoReFa,
+        WRPN): what the export then rounds to integers."""
+        ftw, ftb, w0, b0, w1, b1, w2, b2 = self.effective()
+        if self.qat in ("dorefa", "wrpn") and self.qat_bits < 8:
+            w0, w1, w2 = (_on_grid(w, q.scale, self.qat_bits)
+                          for w, q in ((w0, scales.W0), (w1, scales.W1), (w2, scales.W2)))
+        return ftw, ftb, w0, b0, w1, b1, w2, b2
+
     def _params(self):
-        """Parameters as the forward pass uses them: rounded to the integer grid when fake quantisation is on."""
+        """Parameters as the forward pass uses them: rounded to the integer grid when fake quantisation is on
+        (the dense layers' weights to a coarser grid of ``qat_bits`` bits under DoReFa and WRPN)."""
+        ftw, ftb, w0, b0, w1, b1, w2, b2 = self.effective()
         if not self.fake_quant:
-            return self.ft_weight, self.ft_bias, self.w0, self.b0, self.w1, self.b1, self.w2, self.b2
-        return (_fake_quant(self.ft_weight, self._ft_col_scale), _fake_quant(self.ft_bias, scales.FT_SCALE),
-                _fake_quant(self.w0, scales.W0.scale), _fake_quant(self.b0, scales.B0.scale),
-                _fake_quant(self.w1, scales.W1.scale), _fake_quant(self.b1, scales.B1.scale),
-                _fake_quant(self.w2, scales.W2.scale), _fake_quant(self.b2, scales.B2.scale))
+            return ftw, ftb, w0, b0, w1, b1, w2, b2
+        bits = self.qat_bits if self.qat in ("dorefa", "wrpn") else 8
+        return (_fake_quant(ftw, self._ft_col_scale), _fake_quant(ftb, scales.FT_SCALE),
+                _fake_quant(w0, scales.W0.scale, bits), _fake_quant(b0, scales.B0.scale),
+                _fake_quant(w1, scales.W1.scale, bits), _fake_quant(b1, scales.B1.scale),
+                _fake_quant(w2, scales.W2.scale, bits), _fake_quant(b2, scales.B2.scale))
+
+    def _floors(self) -> bool:
+        return self.fake_quant and self.qat != "ste"
+
+    def _act(self, y: torch.Tensor) -> torch.Tensor:
+        """An activation in [0, 1] as the engine holds it (DoReFa, PACT and WRPN in the fake-quantised epochs):
+        floored to the 127 steps of its int8, straight-through gradient; the identity otherwise. The exact
+        value times 127 is a multiple of 1/128 (FT products) or 1/64 (shifted sums), so 1/256 added before the
+        floor absorbs float32's error and nothing else."""
+        if not self._floors():
+            return y
+        return y + (torch.floor(y * 127.0 + 1.0 / 256) / 127.0 - y).detach()
+
+    def _sqr(self, h: torch.Tensor) -> torch.Tensor:
+        """SqrClippedReLU: min(h^2 * 127/128, 1); with floors, computed as the engine does from fc_0's integer
+        output q = h * 8128: floor(q^2 / 2^19) / 127 (float64: q^2 exceeds float32's exact integers)."""
+        sqr = torch.clamp(h * h * scales.SQR_FACTOR, max=1.0)
+        if not self._floors():
+            return sqr
+        q = torch.round(h.detach().double() * scales.HIDDEN_BIAS_SCALE)
+        exact = torch.clamp(torch.floor(q * q / 2.0 ** 19), max=127.0) / 127.0
+        return sqr + (exact.float() - sqr).detach()
 
     def forward(self, white_idx, black_idx, stm, bucket) -> torch.Tensor:
         """Evaluation in internal units, side to move's view, of each position of the batch.
@@ -155,6 +250,7 @@ class NnueModel(nn.Module):
         white_to_move = (stm == 0).unsqueeze(1)
         x, psqt_all = feature_transform(torch.where(white_to_move, wi, bi), torch.where(white_to_move, bi, wi),
                                         ftw, ftb, l1, PAD)
+        x = self._act(x)
         psqt = psqt_all.gather(1, bucket.unsqueeze(1)).squeeze(1)
 
         parts = []
@@ -164,14 +260,13 @@ class NnueModel(nn.Module):
         out_sorted = (torch.cat(parts) + psqt) * scales.NNUE2SCORE
         return out_sorted[torch.argsort(order)]
 
-    @staticmethod
-    def _stack(s: int, x, w0, b0, w1, b1, w2, b2) -> torch.Tensor:
+    def _stack(self, s: int, x, w0, b0, w1, b1, w2, b2) -> torch.Tensor:
         """Layer stack ``s`` on its positions: fc_2 output plus the skip connection fc0[15] (float units)."""
         r0, r1 = slice(s * FC0_OUT, (s + 1) * FC0_OUT), slice(s * FC1_OUT, (s + 1) * FC1_OUT)
         fc0 = F.linear(x, w0[r0], b0[r0])                                                 # [m, 16]
         h = fc0[:, :N_HIDDEN]
-        l1in = torch.cat([torch.clamp(h * h * scales.SQR_FACTOR, max=1.0), torch.clamp(h, 0.0, 1.0)], 1)
-        cr1 = torch.clamp(F.linear(l1in, w1[r1], b1[r1]), 0.0, 1.0)                       # [m, 32]
+        l1in = torch.cat([self._sqr(h), self._act(torch.clamp(h, 0.0, 1.0))], 1)
+        cr1 = self._act(torch.clamp(F.linear(l1in, w1[r1], b1[r1]), 0.0, 1.0))           # [m, 32]
         return cr1 @ w2[s] + b2[s] + fc0[:, N_HIDDEN]
 
     # ------------------------------------------------------------------------------------------------
@@ -195,15 +290,38 @@ class NnueModel(nn.Module):
             lo = torch.tensor([ft_lo] * l1 + [ps_lo] * PSQT_BUCKETS, dtype=w.dtype, device=w.device)
             hi = torch.tensor([ft_hi] * l1 + [ps_hi] * PSQT_BUCKETS, dtype=w.dtype, device=w.device)
             w[:NUM_FEATURES] = torch.minimum(torch.maximum(w[:NUM_FEATURES] + virtual, lo), hi) - virtual
-        for p, q in ((self.ft_bias, scales.FT_BIAS), (self.w0, scales.W0), (self.b0, scales.B0),
-                     (self.w1, scales.W1), (self.b1, scales.B1), (self.w2, scales.W2), (self.b2, scales.B2)):
+        dense = ((self.w0, scales.W0), (self.w1, scales.W1), (self.w2, scales.W2))
+        biases = ((self.ft_bias, scales.FT_BIAS), (self.b0, scales.B0), (self.b1, scales.B1), (self.b2, scales.B2))
+        if self.qat == "dorefa":        # tanh bounds the exported weights: the latent ones need no clip
+            dense = ()
+        elif self.qat == "pact":
+            self._clip_pact()
+            dense = ()
+        for p, q in dense + biases:
             p.clamp_(*q.clip_range)
+
+    @torch.no_grad()
+    def _clip_pact(self) -> None:
+        """PACT: clips stay in [1/4, 2], and each weight is kept so that its folded value fits its type."""
+        self.pact_ft.clamp_(0.25, 2.0)
+        self.pact_fc1.clamp_(0.25, 2.0)
+        a, a1 = float(self.pact_ft), self.pact_fc1
+        l1 = self.l1
+        ft_hi = scales.FT_WEIGHTS.clip_range[1]
+        self.ft_weight[:, :l1].clamp_(-ft_hi * a, ft_hi * a)
+        self.ft_bias.clamp_(-scales.FT_BIAS.clip_range[1] * a, scales.FT_BIAS.clip_range[1] * a)
+        self.w0.clamp_(-scales.W0.clip_range[1] / (a * a), scales.W0.clip_range[1] / (a * a))
+        rows = a1.repeat_interleave(FC1_OUT).unsqueeze(1)
+        self.w1.copy_(torch.minimum(torch.maximum(self.w1, -scales.W1.clip_range[1] * rows),
+                                    scales.W1.clip_range[1] * rows))
+        hi2 = (scales.W2.clip_range[1] / a1).unsqueeze(1)
+        self.w2.copy_(torch.minimum(torch.maximum(self.w2, -hi2), hi2))
 
     def folded(self) -> "NnueModel":
         """The same function without the factoriser: its virtual rows added into the real ones."""
         if not self.factoriser:
             return self
-        plain = NnueModel(self.l1, seed=None)
+        plain = NnueModel(self.l1, seed=None, qat=self.qat, qat_bits=self.qat_bits)
         with torch.no_grad():
             state = {k: v.detach().clone() for k, v in self.state_dict().items()}
             state["ft_weight"] = fold_factoriser(state["ft_weight"])
@@ -212,6 +330,7 @@ class NnueModel(nn.Module):
         return plain
 
     def describe(self) -> str:
+        qat = "" if self.qat == "ste" else f", {self.qat} QAT ({self.qat_bits}-bit dense weights)"
         return (f"HalfKAv2_hm{'^' if self.factoriser else ''}[{NUM_FEATURES}]x2 -> {self.l1} -> {FC0_OUT} -> "
-                f"{FC1_OUT} -> 1, {LAYER_STACKS} buckets (float model)")
+                f"{FC1_OUT} -> 1, {LAYER_STACKS} buckets (float model{qat})")
 

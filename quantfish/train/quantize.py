@@ -127,21 +127,23 @@ def _check_accumulator(arch: Architecture, ft_bias: np.ndarray, ft_weights: np.n
 
 def model_arrays(model: NnueModel) -> dict[str, np.ndarray]:
     """The model's float parameters (float64) in the shapes of ``Net``'s fields, padding columns zero (a
-    factorised model's virtual rows folded into the real ones)."""
+    factorised model's virtual rows folded into the real ones; QAT parametrisations in their exported form,
+    ``NnueModel.exported``)."""
     model = model.folded()
     l1 = model.l1
     g = lambda p: p.detach().cpu().double().numpy()
+    with torch.no_grad():
+        ftw, ftb, eff_w0, b0, eff_w1, b1, eff_w2, b2 = (g(p) for p in model.exported())
     arch = net_architecture(l1)
     w0 = np.zeros((LAYER_STACKS, FC0_OUT, arch.fc0_in_padded))
-    w0[:, :, :l1] = g(model.w0).reshape(LAYER_STACKS, FC0_OUT, l1)
+    w0[:, :, :l1] = eff_w0.reshape(LAYER_STACKS, FC0_OUT, l1)
     w1 = np.zeros((LAYER_STACKS, FC1_OUT, arch.fc1_in_padded))
-    w1[:, :, :FC1_IN] = g(model.w1).reshape(LAYER_STACKS, FC1_OUT, FC1_IN)
+    w1[:, :, :FC1_IN] = eff_w1.reshape(LAYER_STACKS, FC1_OUT, FC1_IN)
     w2 = np.zeros((LAYER_STACKS, arch.fc2_in_padded))
-    w2[:, :FC1_OUT] = g(model.w2)
-    ftw = g(model.ft_weight)
-    return {"ft_bias": g(model.ft_bias), "ft_weights": ftw[:NUM_FEATURES, :l1],
-            "ft_psqt": ftw[:NUM_FEATURES, l1:], "b0": g(model.b0).reshape(LAYER_STACKS, FC0_OUT), "w0": w0,
-            "b1": g(model.b1).reshape(LAYER_STACKS, FC1_OUT), "w1": w1, "b2": g(model.b2), "w2": w2}
+    w2[:, :FC1_OUT] = eff_w2
+    return {"ft_bias": ftb, "ft_weights": ftw[:NUM_FEATURES, :l1],
+            "ft_psqt": ftw[:NUM_FEATURES, l1:], "b0": b0.reshape(LAYER_STACKS, FC0_OUT), "w0": w0,
+            "b1": b1.reshape(LAYER_STACKS, FC1_OUT), "w1": w1, "b2": b2, "w2": w2}
 
 
 _SHAPE_NAMES = {"ft_bias": "[neuron]", "ft_weights": "[feature, neuron]", "ft_psqt": "[feature, bucket]",

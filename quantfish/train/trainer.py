@@ -1,5 +1,5 @@
-"""The training loop: Adam(W) with an exponential learning-rate decay, weight clipping after every step,
-fake quantisation in the last epochs, a held-back validation split, checkpoints each epoch and resume.
+"""The training loop: Adam(W) with an exponential, cosine or step learning-rate decay, weight clipping after
+every step, quantisation-aware training in the last epochs (straight-through, DoReFa, PACT or WRPN), a held-back validation split, checkpoints each epoch and resume.
 
 ``train(data, config)`` takes any data source of ``quantfish.train.data`` (an object with ``batches(batch_size,
 shuffle, seed)``, arrays, or a list of batches) and returns a ``TrainResult``. One epoch is one pass over the
@@ -49,7 +49,9 @@ class TrainConfig:
     wdl_scale: float = loss_mod.WDL_SCALE
     loss_exponent: float = loss_mod.LOSS_EXPONENT
     val_fraction: float = 0.05
-    fake_quant_epochs: int = 0           # the last N epochs train through rounded weights
+    fake_quant_epochs: int = 0           # the last N epochs train through the quantised net (``qat``'s way)
+    qat: str = "ste"                     # "ste", "dorefa", "pact" or "wrpn" (quantfish.train.model)
+    qat_bits: int = 8                    # dense weights' bits under DoReFa and WRPN
     seed: int = 0
     out_dir: str | None = None           # checkpoints epoch-NNNN.pt and last.pt; none when None
     checkpoint_minutes: float = 10.0     # also save last.pt this often within an epoch (0: at epoch ends only)
@@ -165,8 +167,9 @@ def train(data, config: TrainConfig, resume=None, val_data=None) -> TrainResult:
     state = None
     if resume is not None:
         state = load_checkpoint(resume)
-        check_arch(state, config.l1, resume, config.factoriser)
-    model = NnueModel(config.l1, seed=config.seed, factoriser=config.factoriser).to(device)
+        check_arch(state, config.l1, resume, config.factoriser, config.qat, config.qat_bits)
+    model = NnueModel(config.l1, seed=config.seed, factoriser=config.factoriser, qat=config.qat,
+                      qat_bits=config.qat_bits).to(device)
     optimizer = make_optimizer(model, config)
     scheduler = make_scheduler(optimizer, config)
     start, history, done, partial = 0, [], 0, (0.0, 0)
@@ -236,8 +239,9 @@ def model_from_checkpoint(path, l1: int | None = None) -> NnueModel:
     arch = state.get("arch", {})
     width = int(arch.get("l1", 0)) if l1 is None else l1
     factoriser = bool(arch.get("factoriser", False))
-    check_arch(state, width, path, factoriser)
-    model = NnueModel(width, seed=None, factoriser=factoriser)
+    qat, qat_bits = str(arch.get("qat", "ste")), int(arch.get("qat_bits", 8))
+    check_arch(state, width, path, factoriser, qat, qat_bits)
+    model = NnueModel(width, seed=None, factoriser=factoriser, qat=qat, qat_bits=qat_bits)
     restore_model(state, model, path)
     model.fake_quant = False
     model.eval()
