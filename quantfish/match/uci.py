@@ -244,9 +244,10 @@ class UciEngine:
                 self._lines.put((None, stamp))
                 return
 
-    def search(self, position: str, go: str, deadline: float) -> SearchResult:
+    def search(self, position: str, go: str, deadline: float, on_info=None) -> SearchResult:
         """Sends ``position`` and ``go`` and reads up to ``bestmove``; time is counted from sending ``go`` to
-        the arrival of ``bestmove``. Raises ``EngineTimeout`` at ``deadline`` (the engine keeps running)."""
+        the arrival of ``bestmove``. Raises ``EngineTimeout`` at ``deadline`` (the engine keeps running).
+        ``on_info(tokens, seconds)``, when given, sees each ``info`` line with its arrival since ``go``."""
         self._drain()
         self.send(position)
         start = time.monotonic()
@@ -259,6 +260,8 @@ class UciEngine:
                 continue
             if tokens[0] == "info":
                 parse_info(tokens, result)
+                if on_info is not None:
+                    on_info(tokens, stamp - start)
             elif tokens[0] == "bestmove":
                 result.move = tokens[1] if len(tokens) > 1 else None
                 result.seconds = stamp - start
