@@ -85,9 +85,11 @@ def _split(positions, calibration: str | None, needed: bool):
 @click.option("--plots", "plot_dir", type=click.Path(file_okay=False), default=None,
               help="Write PNG figures here: activation histograms with each scheme's clips, the error "
                    "distribution, and a summary (needs matplotlib: make plot-deps).")
+@click.option("--bias-correction", "bias_correction", is_flag=True,
+              help="Also report each scheme with its biases corrected on the calibration positions (NAME+bc).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object with every number.")
 def quant_report_command(source, positions_file, scheme_names, rounding, resolution, calibration, limit, best_move,
-                         layers, bit_widths, margin, plot_dir, as_json):
+                         layers, bit_widths, margin, plot_dir, bias_correction, as_json):
     """Quantise a float net with each scheme and measure the integers against the float net."""
     try:
         from quantfish.quant import bestmove, bitwidth, calibrate, report
@@ -102,11 +104,12 @@ def quant_report_command(source, positions_file, scheme_names, rounding, resolut
         resolutions = (127, 255) if resolution == "both" else (int(resolution),)
         fnet = _load(source)
         positions = read_positions(positions_file, limit)
-        cal, evaluate, note = _split(positions, calibration, bool(CALIBRATED & set(names)))
-        stats = calibrate.collect(fnet, cal) if cal is not None else None
+        cal, evaluate, note = _split(positions, calibration, bool(CALIBRATED & set(names)) or bias_correction)
+        stats = calibrate.collect(fnet, cal) if cal is not None and CALIBRATED & set(names) else None
         kids = bestmove.children(evaluate.take(slice(0, best_move))) if best_move else None
         results = report.run(fnet, evaluate, names, roundings, resolutions, stats, layers=layers or as_json,
-                             kids=kids, plot_dir=plot_dir, progress=True)
+                             kids=kids, plot_dir=plot_dir, progress=True,
+                             bias_positions=cal if bias_correction else None)
         widths = bitwidth.search(fnet, evaluate, margin) if bit_widths else None
     except _errors() as exc:
         raise click.ClickException(str(exc)) from None
@@ -139,8 +142,10 @@ def quant_report_command(source, positions_file, scheme_names, rounding, resolut
               help="Requantisation rounding (default: floor for sf, nearest for the others).")
 @click.option("--resolution", type=click.Choice(["127", "255"]), default="127", show_default=True)
 @click.option("--calibration", type=click.Path(dir_okay=False, exists=True), default=None,
-              help="Positions for the activation ranges (every scheme but sf needs them).")
-def quantize_command(source, output, name, rounding, resolution, calibration):
+              help="Positions for the activation ranges (every scheme but sf needs them) and bias correction.")
+@click.option("--bias-correction", "bias_correction", is_flag=True,
+              help="Correct fc_0's, fc_1's and fc_2's biases by their mean error on the calibration positions.")
+def quantize_command(source, output, name, rounding, resolution, calibration, bias_correction):
     """Quantise a float net (a .nnue or a training checkpoint) with one scheme and write it."""
     try:
         from quantfish.nnue.io import load_net
@@ -156,6 +161,11 @@ def quantize_command(source, output, name, rounding, resolution, calibration):
                 raise click.ClickException(f"scheme {name} needs --calibration FILE (positions for its ranges)")
             stats = calibrate.collect(fnet, read_positions(calibration))
         qnet = schemes.make(name, fnet, stats, rounding, int(resolution))
+        if bias_correction:
+            if not calibration:
+                raise click.ClickException("--bias-correction needs --calibration FILE (positions to measure on)")
+            from quantfish.quant.biascorr import bias_correct
+            qnet = bias_correct(qnet, fnet, read_positions(calibration))
         sch = qnet.scheme
         if schemes.is_stockfish(sch):
             write_net(to_net(qnet), output)

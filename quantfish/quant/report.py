@@ -235,13 +235,16 @@ def child_values(fnet: FloatNet, qnets: list, kids: Children, chunk: int = 2048)
 
 
 def run(fnet: FloatNet, positions, names, roundings=None, resolutions=(127,), stats=None,
-        layers: bool = False, kids: Children | None = None, plot_dir=None, progress: bool = False) -> list:
+        layers: bool = False, kids: Children | None = None, plot_dir=None, progress: bool = False,
+        bias_positions=None) -> list:
     """A ``Report`` (or ``Failure``) per scheme x rounding x resolution, all on ``positions``.
 
     ``roundings`` None uses each scheme's default. The float pass runs once; the FT sums once per FT scale
     (schemes that share the FT scale share its integers). ``kids`` (``bestmove.children`` of some of the
     positions) adds the one-ply best-move agreement to each report. ``plot_dir`` (an existing folder) gets
     ``quantfish.quant.plots``'s figures. ``progress`` shows a bar over the schemes on stderr.
+    ``bias_positions`` (calibration positions) adds each scheme again with bias correction (``<name>+bc``,
+    ``quantfish.quant.biascorr``).
     """
     from quantfish.quant import schemes
     from quantfish.runtime.progress import progress_bar
@@ -258,6 +261,12 @@ def run(fnet: FloatNet, positions, names, roundings=None, resolutions=(127,), st
             built.append(schemes.make(name, fnet, stats, rounding, res))
         except QuantError as exc:
             built.append(Failure(name, rounding, res, str(exc)))
+        if bias_positions is not None and not isinstance(built[-1], Failure):
+            from quantfish.quant.biascorr import SUFFIX, bias_correct
+            try:
+                built.append(bias_correct(built[-1], fnet, bias_positions))
+            except QuantError as exc:
+                built.append(Failure(name + SUFFIX, rounding, res, str(exc)))
         bar.update()
     qnets = [q for q in built if not isinstance(q, Failure)]
     moves = {}
