@@ -3,7 +3,7 @@ exactly where it stopped."""
 import numpy as np
 import pytest
 
-from quantfish.data.records import append_records, read_records
+from quantfish.data.records import append_records
 from quantfish.train import stream
 from quantfish.train.stream import RecordStream
 from tests.testdata import PERFT_DATA, require
@@ -134,6 +134,45 @@ def test_a_run_stopped_within_an_epoch_resumes_exactly(shards, tmp_path, monkeyp
     monkeypatch.setattr(torch.optim.Adam, "step", real_step)
     state = load_checkpoint(part / trainer.LAST)
     assert state["epoch"] == 1 and state["batch"] == 10
+    resumed = trainer.train(data, config(part, 2), resume=part / trainer.LAST).model
+    for (name, a), b in zip(whole.state_dict().items(), resumed.state_dict().values()):
+        assert torch.equal(a, b), name
+
+
+def test_ctrl_c_finishes_the_step_saves_and_resumes_exactly(shards, tmp_path, monkeypatch):
+    """SIGINT during a step: the step completes, last.pt is saved there, the run returns interrupted, and
+    resuming gives the weights of a run never stopped."""
+    import os
+    import signal
+    torch = _torch()
+    torch.set_num_threads(1)
+    from quantfish.train import trainer
+    monkeypatch.setattr(stream, "BLOCK", 256)
+    data = RecordStream(shards, shuffle_buffer=2000)
+
+    def config(out, epochs):
+        return trainer.TrainConfig(l1=32, epochs=epochs, batch_size=256, lr=1e-3, val_fraction=0.0, seed=7,
+                                   out_dir=str(out), checkpoint_minutes=0.0, log=None)
+
+    whole = trainer.train(data, config(tmp_path / "whole", 2)).model
+    calls = {"n": 0}
+    real_step = torch.optim.Adam.step
+
+    def signalling_step(self, *args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 40:                    # in the second epoch
+            os.kill(os.getpid(), signal.SIGINT)
+        return real_step(self, *args, **kwargs)
+
+    monkeypatch.setattr(torch.optim.Adam, "step", signalling_step)
+    part = tmp_path / "part"
+    result = trainer.train(data, config(part, 2))
+    monkeypatch.setattr(torch.optim.Adam, "step", real_step)
+    assert result.interrupted and result.checkpoint == part / trainer.LAST
+    from quantfish.train.checkpoint import load_checkpoint
+    state = load_checkpoint(part / trainer.LAST)
+    assert state["epoch"] == 1 and state["batch"] > 0        # stopped within the second epoch
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler     # the handler is put back
     resumed = trainer.train(data, config(part, 2), resume=part / trainer.LAST).model
     for (name, a), b in zip(whole.state_dict().items(), resumed.state_dict().values()):
         assert torch.equal(a, b), name

@@ -132,9 +132,11 @@ def train_command(data_paths, source, out_dir, l1, factoriser, epochs, batch_siz
                              log=lambda s: click.echo(s, err=True), progress=True)
         size = f", {len(data):,} positions" if hasattr(data, "__len__") else ""
         click.echo(f"training L1={l1} on {pick_device()}{size}", err=True)
-        train(data, config, resume=resume)
+        result = train(data, config, resume=resume)
     except _errors() as exc:
         raise click.ClickException(str(exc)) from None
+    if result.interrupted:
+        raise SystemExit(130)
     click.echo(f"checkpoint: {out_dir}/{LAST} (write the net with: quantfish export {out_dir}/{LAST} -o NET.nnue)",
                err=True)
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 import inspect
 import itertools
 import math
+import signal
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -84,6 +86,29 @@ class TrainResult(NamedTuple):
     model: NnueModel
     history: list
     checkpoint: Path | None
+    interrupted: bool = False           # stopped by Ctrl-C; ``checkpoint`` is where it resumes
+
+
+class _StopRequest:
+    """Ctrl-C during training: the first finishes the step under way and stops the run there (saving where
+    it was), a second stops at once. Only the main thread can take the signal; elsewhere this does nothing."""
+
+    def __enter__(self):
+        self.count = 0
+        self._old = None
+        if threading.current_thread() is threading.main_thread():
+            self._old = signal.signal(signal.SIGINT, self._handler)
+        return self
+
+    def _handler(self, signum, frame):
+        self.count += 1
+        if self.count > 1:
+            raise KeyboardInterrupt
+
+    def __exit__(self, *exc):
+        if self._old is not None:
+            signal.signal(signal.SIGINT, self._old)
+        return False
 
 
 def pick_device(name: str | None = None) -> torch.device:
@@ -187,8 +212,15 @@ def train(data, config: TrainConfig, resume=None, val_data=None) -> TrainResult:
         if start >= config.epochs:
             log(f"nothing to do: the checkpoint has {start} epochs, the run asks for {config.epochs}")
 
-    ckpt_path = None
     out = Path(config.out_dir) if config.out_dir else None
+    with _StopRequest() as stop:
+        return _epochs(model, optimizer, scheduler, train_src, val_src, config, device, log, out, start, history,
+                       done, partial, stop)
+
+
+def _epochs(model, optimizer, scheduler, train_src, val_src, config, device, log, out, start, history, done,
+            partial, stop) -> TrainResult:
+    ckpt_path = None
     for epoch in range(start + 1, config.epochs + 1):
         model.fake_quant = epoch > config.epochs - config.fake_quant_epochs
         model.train()
@@ -210,6 +242,15 @@ def train(data, config: TrainConfig, resume=None, val_data=None) -> TrainResult:
             seen += n
             done += 1
             bar.update(n)
+            if stop.count:
+                bar.close()
+                if out is None:
+                    log(f"stopped in epoch {epoch} after {done} batches (no --out: nothing saved)")
+                    return TrainResult(model, history, None, True)
+                path = save_checkpoint(out / LAST, model, optimizer, scheduler, epoch - 1, config.record(), history,
+                                       {"batch": done, "epoch_loss": total, "epoch_count": count})
+                log(f"stopped in epoch {epoch} after {done} batches; saved {path} (continue with --resume {path})")
+                return TrainResult(model, history, path, True)
             if out is not None and config.checkpoint_minutes > 0 and \
                     time.monotonic() - saved >= 60 * config.checkpoint_minutes:
                 save_checkpoint(out / LAST, model, optimizer, scheduler, epoch - 1, config.record(), history,
