@@ -40,15 +40,17 @@ train-deps: $(PY)
 plot-deps: $(PY)
 	$(PY) -m pip install -q 'matplotlib>=3.7'
 
-# Remake Quantfish's own net the way quantfish/nets/qf-*.nnue was made (quantfish/nets/README.md): 9M self-play
-# positions labelled by the search with Stockfish 15.1's net, 5 epochs of training at L1 = 256, export. Needs
-# make train-deps; about 45 minutes on 2 cores. The result is build/ournet/ournet.nnue.
+# Remake Quantfish's own net the way quantfish/nets/qf-*.nnue was made (quantfish/nets/README.md): 122M
+# positions the search evaluates in self-play, labelled with Stockfish 15.1's net's raw output (the teacher:
+# install its net first, make net), one epoch of factorised training at L1 = 256, export. Needs make
+# train-deps; about 10 minutes of data and 45 of training on 2 cores. The result is build/ournet/ournet.nnue.
+OURNET_GEN = --workers 2 --depth 4 --nodes 300 --random-plies 8
 ournet: $(PY)
 	mkdir -p build/ournet && rm -f build/ournet/d1.bin build/ournet/d2.bin
-	$(QF) gendata -o build/ournet/d1.bin --positions 3000000 --workers 1 --seed 1
-	$(QF) gendata -o build/ournet/d2.bin --positions 6000000 --workers 2 --seed 2
-	$(QF) train --data build/ournet/d1.bin --data build/ournet/d2.bin --out build/ournet/run --l1 256 --epochs 5 \
-		--batch-size 16384 --lr 1e-3 --lr-gamma 0.7 --val-fraction 0.02 --fake-quant-epochs 1 --seed 2 --threads 2
+	$(QF) gendata -o build/ournet/d1.bin --positions 21968072 --seed 11 --sample 1 $(OURNET_GEN)
+	$(QF) gendata -o build/ournet/d2.bin --positions 100000000 --seed 12 --sample 2 $(OURNET_GEN)
+	$(QF) train --data build/ournet/d1.bin --data build/ournet/d2.bin --out build/ournet/run --l1 256 --factoriser \
+		--epochs 1 --batch-size 16384 --lr 1e-3 --val-fraction 0.005 --seed 1 --threads 2
 	$(QF) export build/ournet/run/last.pt -o build/ournet/ournet.nnue
 
 test: $(PY)

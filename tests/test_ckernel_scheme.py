@@ -89,7 +89,7 @@ X_RECORDS = {
     "x clamp far below, 69000": XRecord(5965, 255, 1, 9, R_NEAREST),
     "x clamp far below, near 2^31": XRecord(32767, 200, 4, 1),
     # the 64-bit path: products past 32 bits (the FT clamps of nets trained here: calibrated records of
-    # qf-1c4595f65a07.nnue), the largest FT clamp and multiplier with the longest shift, floor
+    # one of Quantfish's own nets), the largest FT clamp and multiplier with the longest shift, floor
     "past 32 bits": XRecord(1000, 255, 5000, 30, R_NEAREST),
     "ft_hi 5023 calibrated 255": XRecord(5023, 255, 21701, 31, R_NEAREST),
     "ft_hi 5023 calibrated 127": XRecord(5023, 127, 21616, 32, R_NEAREST),
