@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 QF := $(VENV)/bin/quantfish
 
-.PHONY: install venv package kernel net warm test bench soak clean train-deps plot-deps ournet
+.PHONY: install venv package kernel net warm test bench soak clean train-deps plot-deps cluster-deps ournet
 
 install: package kernel net warm
 
@@ -15,7 +15,7 @@ $(PY):
 	$(PY) -m pip install -q --upgrade pip
 
 package: $(PY)
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q -e '.[test,cluster]'
 
 # The C NNUE kernel, built into the user cache folder (the engine would build it on first use anyway).
 # Optional: without a C compiler the engine runs its Numba path.
@@ -39,6 +39,10 @@ train-deps: $(PY)
 # Optional: matplotlib for `quantfish quant-report --plots` and its test, which skips without it.
 plot-deps: $(PY)
 	$(PY) -m pip install -q 'matplotlib>=3.7'
+
+# Dask, for gendata and match on a cluster (docs/cluster.md).
+cluster-deps: $(PY)
+	$(PY) -m pip install -q -e '.[cluster]'
 
 # Remake Quantfish's own net the way quantfish/nets/qf-*.nnue was made (quantfish/nets/README.md): 122M
 # positions the search evaluates in self-play, labelled with Stockfish 15.1's net's raw output (the teacher:

@@ -44,9 +44,17 @@ def _fail(exc: BaseException) -> click.ClickException:
               help="Teacher net (default: the net the engine loads).")
 @click.option("--hash", "hash_mb", type=click.IntRange(1, 4096), default=DEFAULTS["hash_mb"], show_default=True,
               help="Hash per worker in MB.")
+@click.option("--cluster", default=None, metavar="local:N|tcp://HOST:8786",
+              help="Run in chunks on a Dask cluster: local:N starts N worker processes here, an address joins a "
+                   "running scheduler (pip install 'quantfish[cluster]'). The output is the same bytes as "
+                   "--chunk-positions alone gives.")
+@click.option("--chunk-positions", type=click.IntRange(1), default=None,
+              help="Cut the run into chunks of this many positions (default with --cluster: 1,000,000), each "
+                   "from its own stream (seed, chunk), written to OUTPUT.chunks/ and renamed when whole; a "
+                   "stopped run started again skips the finished chunks. Without --cluster they run here.")
 @click.option("--quiet", is_flag=True, help="No progress line.")
 def gendata_command(output, positions, seed, workers, depth, nodes, random_plies, max_plies, openings, sample,
-                    net_path, hash_mb, quiet):
+                    net_path, hash_mb, cluster, chunk_positions, quiet):
     """Self-play games labelled by the engine's search (Stockfish 15.1's net at the leaves), appended to a
     record file (quantfish.data.records). Progress on stderr; Ctrl-C keeps what was written."""
     from quantfish.data.openings import OpeningsError
@@ -55,6 +63,11 @@ def gendata_command(output, positions, seed, workers, depth, nodes, random_plies
     from quantfish.datagen.config import GenConfig
     from quantfish.data.records import DataFileError
     workers = workers or default_workers()
+    if cluster or chunk_positions:
+        _chunked(output, positions, seed, GenConfig(depth=depth, nodes=nodes, random_plies=random_plies,
+                                                    max_plies=max_plies, hash_mb=hash_mb, sample=sample),
+                 openings, net_path, cluster, chunk_positions, quiet)
+        return
     try:
         config = GenConfig(depth=depth, nodes=nodes, random_plies=random_plies, max_plies=max_plies,
                            hash_mb=hash_mb, sample=sample)
@@ -71,6 +84,49 @@ def gendata_command(output, positions, seed, workers, depth, nodes, random_plies
                f"included); results {results}; endings {endings}", err=True)
     if summary.interrupted:
         sys.exit(130)
+
+
+def _chunked(output, positions, seed, config, openings, net_path, cluster, chunk_positions, quiet):
+    """The chunked run (``quantfish.datagen.chunks``), here or on a cluster."""
+    import time
+    from quantfish.data.openings import Openings, OpeningsError
+    from quantfish.data.records import DataFileError
+    from quantfish.datagen import chunks
+    from quantfish.datagen.run import _check_output
+    progress = None if quiet else sys.stderr
+    t0 = time.perf_counter()
+    client = None
+    try:
+        _check_output(output)
+        Openings(openings)                                  # a bad book: one line now, not from every worker
+        jobs = chunks.plan(output, positions, seed, config, chunk_positions or chunks.DEFAULT_CHUNK_POSITIONS,
+                           openings, net_path)
+        if cluster:
+            from quantfish.datagen import cluster as dask_gendata
+            from quantfish.runtime.cluster import connect
+            client = connect(cluster)
+            results = dask_gendata.run(client, jobs, output, progress)
+        else:
+            results = chunks.generate_chunked(output, jobs, progress)
+    except KeyboardInterrupt:
+        done = sum(chunks.finished(j) for j in jobs)
+        click.echo(f"interrupted: {done} of {len(jobs)} chunks are finished in {jobs[0].folder}; the same command "
+                   f"continues from them", err=True)
+        sys.exit(130)
+    except Exception as exc:          # a worker's error comes back as the exception it raised
+        from quantfish.runtime.cluster import ClusterError
+        known = (DataFileError, OpeningsError, ClusterError, OSError, ValueError)
+        raise _fail(exc if isinstance(exc, known) else RuntimeError(f"{type(exc).__name__}: {exc}")) from None
+    finally:
+        if client is not None:
+            from quantfish.runtime.cluster import close
+            close(client)
+    seconds = time.perf_counter() - t0
+    games = sum(r.games for r in results)
+    skipped = sum(r.skipped for r in results)
+    click.echo(f"wrote {positions:,} positions in {len(jobs)} chunks ({skipped} from an earlier run) to {output} "
+               f"in {seconds:.1f} s ({positions / max(seconds, 1e-9):,.0f} pos/s"
+               + (f" on {cluster}" if cluster else "") + f"); {games:,} games", err=True)
 
 
 @click.group("data")

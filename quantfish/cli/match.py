@@ -74,10 +74,16 @@ def _check(condition, message):
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
               help="Write the summary as JSON to this file.")
 @click.option("--progress/--no-progress", default=None, help="Progress bar on stderr (default: on a terminal).")
+@click.option("--cluster", default=None, metavar="local:N|tcp://HOST:8786",
+              help="Play on a Dask cluster instead of here (--concurrency is then the workers'): local:N starts "
+                   "N worker processes, an address joins a running scheduler; the engines' commands must work "
+                   "on every worker (pip install 'quantfish[cluster]').")
+@click.option("--batch-pairs", type=click.IntRange(1, 1000), default=4, show_default=True,
+              help="With --cluster: game pairs per task handed to a worker.")
 def match_command(engine_texts, option_texts, tc, movetime, nodes, depth, margin, games, concurrency, book,
                   book_order, seed, book_offset, sprt_text, alpha, beta, draw_move, draw_count, draw_score,
                   no_draw_adjudication, resign_count, resign_score, no_resign_adjudication, max_moves,
-                  hang_timeout, startup_timeout, pgn_path, json_path, progress):
+                  hang_timeout, startup_timeout, pgn_path, json_path, progress, cluster, batch_pairs):
     """Play a match between two UCI engines in pairs of games (each opening twice, colours swapped) and
     report the first engine's score, Elo with its 95% interval, the pentanomial counts, faults, and an
     optional SPRT."""
@@ -113,7 +119,7 @@ def match_command(engine_texts, option_texts, tc, movetime, nodes, depth, margin
     with _ctrl_c_sets(stop):
         try:
             _probe_engines(config, stop)
-            outcome = _play(config, pairs, concurrency, sprt, pgn_path, progress, stop)
+            outcome = _play(config, pairs, concurrency, sprt, pgn_path, progress, stop, cluster, batch_pairs)
         except KeyboardInterrupt:
             click.echo("interrupted", err=True)
             sys.exit(130)
@@ -193,7 +199,7 @@ def _probe_engines(config, stop):
                        err=True)
 
 
-def _play(config, pairs, concurrency, sprt, pgn_path, progress, stop):
+def _play(config, pairs, concurrency, sprt, pgn_path, progress, stop, cluster=None, batch_pairs=4):
     from quantfish.match.pgn import PgnWriter
     from quantfish.match.report import Progress
     from quantfish.match.runner import run_match
@@ -213,10 +219,23 @@ def _play(config, pairs, concurrency, sprt, pgn_path, progress, stop):
                 raise click.ClickException(f"cannot write {pgn_path}: {exc.strerror or exc}") from None
         bar.game(record, tally)
 
+    client = None
     try:
+        if cluster:
+            from quantfish.match.cluster import run_match_on_cluster
+            from quantfish.runtime.cluster import ClusterError, connect
+            try:
+                client = connect(cluster)
+            except ClusterError as exc:
+                raise click.ClickException(str(exc)) from None
+            return run_match_on_cluster(client, config, pairs, batch_pairs=batch_pairs, sprt=sprt,
+                                        on_game=on_game, on_pair=bar.pair, stop=stop)
         return run_match(config, pairs, concurrency=concurrency, sprt=sprt, on_game=on_game, on_pair=bar.pair,
                          stop=stop)
     finally:
         bar.close()
         if writer is not None:
             writer.close()
+        if client is not None:
+            from quantfish.runtime.cluster import close
+            close(client)

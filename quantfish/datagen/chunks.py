@@ -1,0 +1,171 @@
+"""Generation cut into chunks, so that any number of processes or machines make the same bytes.
+
+Chunk ``i`` of a run is the games of stream (seed, i) until it holds its ``positions`` records (the last game
+cut to fit): it depends on the seed, its number, the settings, the openings and the net, and on nothing else,
+so whoever plays it, whenever, and however often it is retried, it is the same bytes. Each chunk is written
+into the run's chunk folder under a temporary name and renamed when whole; a run started again finds the
+finished chunks there and skips them. When every chunk is there they are appended to the output in order and
+the folder is removed.
+
+``run_chunk`` is what a worker runs (``quantfish.datagen.cluster`` hands the chunks to a Dask cluster);
+``generate_chunked`` runs them here, one after another. A worker process loads the net and the openings once
+(kept in this module) and reuses them for every chunk it is given.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional, TextIO
+
+from quantfish.data.openings import Openings
+from quantfish.data.records import RECORD_SIZE, write_all
+from quantfish.datagen.config import GenConfig
+from quantfish.datagen.selfplay import REASONS
+from quantfish.datagen.shard import ShardPlayer
+
+DEFAULT_CHUNK_POSITIONS = 1_000_000
+FOLDER_SUFFIX = ".chunks"
+
+
+@dataclass(frozen=True)
+class ChunkJob:
+    """One chunk: everything a worker needs (paths, not loaded objects: it may be another machine)."""
+
+    seed: int
+    index: int
+    positions: int
+    config: GenConfig
+    folder: str
+    openings: Optional[str] = None      # None: the book shipped with Quantfish
+    net: Optional[str] = None           # None: the net the engine loads
+
+    @property
+    def path(self) -> Path:
+        return Path(self.folder) / f"chunk-{self.index:06d}.bin"
+
+    @property
+    def key(self) -> str:
+        return f"gendata-{self.seed}-{self.index}-{self.positions}"
+
+
+@dataclass
+class ChunkResult:
+    index: int
+    positions: int
+    games: int
+    results: Counter        # "1-0", "1/2-1/2", "0-1"
+    reasons: Counter
+    skipped: bool           # found finished from an earlier run
+    seconds: float
+
+
+def plan(out_path, positions: int, seed: int, config: GenConfig, chunk_positions: int = DEFAULT_CHUNK_POSITIONS,
+         openings=None, net=None) -> list[ChunkJob]:
+    """The chunks of a run of ``positions`` positions (the last one smaller when it does not divide)."""
+    if positions < 1 or chunk_positions < 1:
+        raise ValueError("positions and chunk positions must be at least 1")
+    config.check()
+    folder = str(Path(str(out_path) + FOLDER_SUFFIX))
+    openings = str(Path(openings).resolve()) if openings else None
+    net = str(Path(net).resolve()) if net else None
+    return [ChunkJob(seed, i, min(chunk_positions, positions - start), config, folder, openings, net)
+            for i, start in enumerate(range(0, positions, chunk_positions))]
+
+
+def finished(job: ChunkJob) -> bool:
+    try:
+        return job.path.stat().st_size == job.positions * RECORD_SIZE
+    except OSError:
+        return False
+
+
+_LOADED: dict = {}
+
+
+def _resources(job: ChunkJob):
+    """The net and openings of a job, loaded once per process."""
+    key = (job.net, job.openings)
+    if key not in _LOADED:
+        from quantfish.nnue.loader import load_nets
+        _LOADED[key] = (load_nets(job.net), Openings(job.openings))
+    return _LOADED[key]
+
+
+def warm(net_path: Optional[str] = None, openings: Optional[str] = None) -> None:
+    """Load the net and openings of this process and the generator's compiled code (a game of a few plies
+    in each mode), so that the first chunk's time is play, not loading."""
+    key = (net_path, openings)
+    if key not in _LOADED:
+        from quantfish.nnue.loader import load_nets
+        _LOADED[key] = (load_nets(net_path), Openings(openings))
+    net, book = _LOADED[key]
+    for sample in (0, 1):
+        ShardPlayer(net, GenConfig(depth=1, nodes=64, max_plies=4, sample=sample), book, 0, 0).play()
+
+
+def run_chunk(job: ChunkJob) -> ChunkResult:
+    """Play chunk ``job`` into its file (temporary name, renamed when whole); nothing to do if it is there."""
+    t0 = time.perf_counter()
+    if finished(job):
+        return ChunkResult(job.index, job.positions, 0, Counter(), Counter(), True, 0.0)
+    net, openings = _resources(job)
+    player = ShardPlayer(net, job.config, openings, job.seed, job.index)
+    Path(job.folder).mkdir(parents=True, exist_ok=True)
+    tmp = job.path.with_name(f"{job.path.name}.tmp-{os.getpid()}")
+    made, games, results, reasons = 0, 0, Counter(), Counter()
+    try:
+        with open(tmp, "wb") as fh:
+            while made < job.positions:
+                game = player.play()
+                room = job.positions - made
+                data = game.data if game.records <= room else game.data[:room * RECORD_SIZE]
+                fh.write(data)
+                made += min(game.records, room)
+                games += 1
+                results[("0-1", "1/2-1/2", "1-0")[game.white_result]] += 1
+                reasons[REASONS[game.reason]] += 1
+        os.replace(tmp, job.path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    return ChunkResult(job.index, made, games, results, reasons, False, time.perf_counter() - t0)
+
+
+def assemble(jobs: list[ChunkJob], out_path) -> int:
+    """Append every chunk, in order, to ``out_path``, then remove them and their folder; returns the records
+    written. Refuses (``FileNotFoundError``) if a chunk is missing, writing nothing."""
+    missing = [j.index for j in jobs if not finished(j)]
+    if missing:
+        raise FileNotFoundError(f"chunks not finished: {missing[:10]}{' ...' if len(missing) > 10 else ''}")
+    total = 0
+    for job in jobs:
+        write_all(out_path, job.path.read_bytes())
+        total += job.positions
+    for job in jobs:
+        job.path.unlink()
+    try:
+        Path(jobs[0].folder).rmdir()
+    except OSError:
+        pass            # something else in it: left alone
+    return total
+
+
+def generate_chunked(out_path, jobs: list[ChunkJob], progress: Optional[TextIO] = sys.stderr) -> list[ChunkResult]:
+    """Every chunk in this process, one after another, then ``assemble``; Ctrl-C stops between chunks (the
+    finished ones stay in the folder, and a later run with the same arguments takes up from them)."""
+    from quantfish.runtime.progress import progress_bar
+    bar = progress_bar(sum(j.positions for j in jobs), "gendata", "pos", stream=progress,
+                       enabled=progress is not None)
+    out = []
+    try:
+        for job in jobs:
+            out.append(run_chunk(job))
+            bar.update(job.positions)
+    finally:
+        bar.close()
+    assemble(jobs, out_path)
+    return out
