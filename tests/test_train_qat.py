@@ -90,7 +90,7 @@ def test_pact_clips_are_the_clips_they_stand_for():
     g = lambda t: t.detach().double().numpy()
     ftw, ftb, w0, b0, w1, b1, w2, b2 = (g(t) for t in (model.ft_weight, model.ft_bias, model.w0, model.b0,
                                                         model.w1, model.b1, model.w2, model.b2))
-    a_ft, a_fc1 = float(model.pact_ft), g(model.pact_fc1)
+    a_ft, a_fc1 = float(model.pact_ft.detach()), g(model.pact_fc1)
     half = 64
     for i in range(n):
         rows = []

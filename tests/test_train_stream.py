@@ -166,13 +166,14 @@ def test_ctrl_c_finishes_the_step_saves_and_resumes_exactly(shards, tmp_path, mo
 
     monkeypatch.setattr(torch.optim.Adam, "step", signalling_step)
     part = tmp_path / "part"
+    before = signal.getsignal(signal.SIGINT)
     result = trainer.train(data, config(part, 2))
     monkeypatch.setattr(torch.optim.Adam, "step", real_step)
     assert result.interrupted and result.checkpoint == part / trainer.LAST
     from quantfish.train.checkpoint import load_checkpoint
     state = load_checkpoint(part / trainer.LAST)
     assert state["epoch"] == 1 and state["batch"] > 0        # stopped within the second epoch
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler     # the handler is put back
+    assert signal.getsignal(signal.SIGINT) is before         # the caller's handler is put back
     resumed = trainer.train(data, config(part, 2), resume=part / trainer.LAST).model
     for (name, a), b in zip(whole.state_dict().items(), resumed.state_dict().values()):
         assert torch.equal(a, b), name
