@@ -6,6 +6,7 @@ imports torch at module level, so ``quantfish`` itself starts without it.
     quantfish train --data FILE [--data FILE ...] --out DIR [--l1 256] [--epochs 10] [--batch-size 16384]
                     [--lr 8.75e-4] [--lambda 1.0] [--val-fraction 0.05] [--fake-quant-epochs 0]
                     [--resume CKPT] [--seed 0] [--threads N]
+    torchrun --standalone --nproc-per-node=N -m quantfish train --ddp ...     (N processes, one run)
     quantfish train --source MODULE:FUNCTION --out DIR ...     (a Python-level data source)
     quantfish export CKPT -o NET.nnue
 
@@ -100,12 +101,28 @@ def _load_source(spec: str):
               help="Bits of the dense layers' weights under dorefa and wrpn (8: the format's int8).")
 @click.option("--resume", type=click.Path(dir_okay=False), default=None, help="Continue from a checkpoint.")
 @click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--threads", type=click.IntRange(1, None), default=None, help="CPU threads (PyTorch and the feature-transformer kernels; default: every core).")
+@click.option("--threads", type=click.IntRange(1, None), default=None,
+              help="CPU threads (PyTorch and the feature-transformer kernels; default: every core, shared out "
+                   "between the processes of a --ddp run on this machine).")
+@click.option("--ddp", is_flag=True, default=False,
+              help="One process of a distributed run started by torchrun (gloo on the CPU, NCCL on GPUs): every "
+                   "process trains on its share of each batch, and the run takes the steps one process would.")
 def train_command(data_paths, source, out_dir, l1, factoriser, epochs, batch_size, lr, lr_gamma, lr_schedule,
                   lr_min_ratio, lr_step_epochs, optimizer, lambda_, wdl_scale, loss_exponent, shuffle_buffer,
-                  checkpoint_minutes, val_fraction, fake_quant_epochs, qat, qat_bits, resume, seed, threads):
+                  checkpoint_minutes, val_fraction, fake_quant_epochs, qat, qat_bits, resume, seed, threads, ddp):
     """Train a HalfKAv2_hm net (Stockfish 15.1 topology) on scored positions."""
     _require_torch()
+    leader = True
+    if ddp:
+        from quantfish.train.ddp import LaunchError, launched_ranks
+        try:
+            ranks = launched_ranks()
+        except LaunchError as exc:
+            raise click.ClickException(str(exc)) from None
+        leader = ranks.leader
+        if not threads:
+            import os
+            threads = max(1, (os.cpu_count() or 1) // ranks.local_world)
     if bool(data_paths) == bool(source):
         raise click.UsageError("give training data: --data FILE (repeatable) or --source MODULE:FUNCTION")
     from quantfish.train.checkpoint import load_checkpoint
@@ -128,17 +145,20 @@ def train_command(data_paths, source, out_dir, l1, factoriser, epochs, batch_siz
                              lr_step_epochs=lr_step_epochs,
                              optimizer=optimizer, lambda_=lambda_, wdl_scale=wdl_scale, loss_exponent=loss_exponent,
                              val_fraction=val_fraction, fake_quant_epochs=fake_quant_epochs, seed=seed, qat=qat, qat_bits=qat_bits,
-                             out_dir=out_dir, checkpoint_minutes=checkpoint_minutes,
+                             out_dir=out_dir, checkpoint_minutes=checkpoint_minutes, ddp=ddp,
                              log=lambda s: click.echo(s, err=True), progress=True)
         size = f", {len(data):,} positions" if hasattr(data, "__len__") else ""
-        click.echo(f"training L1={l1} on {pick_device()}{size}", err=True)
+        if leader:
+            where = f"{ranks.world} processes on {pick_device().type}" if ddp else str(pick_device())
+            click.echo(f"training L1={l1} on {where}{size}", err=True)
         result = train(data, config, resume=resume)
     except _errors() as exc:
         raise click.ClickException(str(exc)) from None
     if result.interrupted:
         raise SystemExit(130)
-    click.echo(f"checkpoint: {out_dir}/{LAST} (write the net with: quantfish export {out_dir}/{LAST} -o NET.nnue)",
-               err=True)
+    if leader:
+        click.echo(f"checkpoint: {out_dir}/{LAST} (write the net with: quantfish export {out_dir}/{LAST} -o NET.nnue)",
+                   err=True)
 
 
 @click.command("export")

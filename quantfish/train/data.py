@@ -22,6 +22,12 @@ import numpy as np
 FIELDS = ("white_idx", "black_idx", "stm", "bucket", "score", "result")
 
 
+def share(n: int, rank: int, world: int) -> tuple[int, int]:
+    """The rows [lo, hi) of a batch of ``n`` that rank ``rank`` of ``world`` trains on in a distributed run
+    (``quantfish.train.ddp``); the shares differ by one row at most and cover the batch."""
+    return n * rank // world, n * (rank + 1) // world
+
+
 class DataError(ValueError):
     """Training data that cannot be read or does not have the expected shape."""
 
@@ -95,11 +101,15 @@ class ArraySource:
     def __len__(self) -> int:
         return self.arrays.size
 
-    def batches(self, batch_size: int, shuffle: bool = True, seed: int = 0, skip: int = 0) -> Iterator[TrainingArrays]:
+    def batches(self, batch_size: int, shuffle: bool = True, seed: int = 0, skip: int = 0,
+                part: tuple[int, int] = (0, 1)) -> Iterator[TrainingArrays]:
+        """Shuffled batches; with ``part=(rank, world)`` only that rank's share of each."""
         n = len(self)
         order = np.random.default_rng(seed).permutation(n) if shuffle else np.arange(n)
         for start in range(skip * batch_size, n, batch_size):
-            yield self.arrays.take(order[start:start + batch_size])
+            rows = order[start:start + batch_size]
+            lo, hi = share(len(rows), *part)
+            yield self.arrays.take(rows[lo:hi])
 
     def split(self, fraction: float, seed: int = 0) -> tuple["ArraySource", "ArraySource"]:
         """(train, validation): a fixed random ``fraction`` of the positions held back (at least one)."""

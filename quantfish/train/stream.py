@@ -19,7 +19,7 @@ from typing import Iterator, Sequence
 import numpy as np
 
 from quantfish.data.records import DataFileError, read_records
-from quantfish.train.data import DataError, TrainingArrays
+from quantfish.train.data import DataError, TrainingArrays, share
 
 BLOCK = 4096                    # records read together: a block is one random read
 DEFAULT_SHUFFLE_BUFFER = 1 << 22  # 4M records, 128 MB
@@ -62,9 +62,12 @@ class RecordStream:
         return tuple(RecordStream(self.paths, self.shuffle_buffer, self.blocks[rows], self.files)
                      for rows in (train, val))
 
-    def batches(self, batch_size: int, shuffle: bool = True, seed: int = 0, skip: int = 0) -> Iterator[TrainingArrays]:
+    def batches(self, batch_size: int, shuffle: bool = True, seed: int = 0, skip: int = 0,
+                part: tuple[int, int] = (0, 1)) -> Iterator[TrainingArrays]:
         """One pass over the data in batches of ``batch_size`` (the last of each buffer may be smaller),
-        leaving out the first ``skip`` batches unread."""
+        leaving out the first ``skip`` batches unread. With ``part=(rank, world)``, only that rank's share of
+        each batch (``data.share``), the only records whose features it computes; the batches, and so the
+        whole run, are the same for every rank."""
         from quantfish.train.features import batch_features
         rng = np.random.default_rng(seed)
         order = rng.permutation(len(self.blocks)) if shuffle else np.arange(len(self.blocks))
@@ -83,8 +86,9 @@ class RecordStream:
             else:
                 buffer = np.concatenate([self._read(self.blocks[i]) for i in order[k:end]])[perm]
                 for b in range(skip, n_batches):
-                    part = buffer[b * batch_size:(b + 1) * batch_size]
-                    yield _arrays(batch_features(part))
+                    rows = buffer[b * batch_size:(b + 1) * batch_size]
+                    lo, hi = share(len(rows), *part)
+                    yield _arrays(batch_features(rows[lo:hi]))
                 skip = 0
             k = end
 

@@ -1,5 +1,7 @@
 """The training loop: Adam(W) with an exponential, cosine or step learning-rate decay, weight clipping after
-every step, quantisation-aware training in the last epochs (straight-through, DoReFa, PACT or WRPN), a held-back validation split, checkpoints each epoch and resume.
+every step, quantisation-aware training in the last epochs (straight-through, DoReFa, PACT or WRPN), a held-back
+validation split, checkpoints each epoch and resume; on one process, or on several started by ``torchrun``
+(``config.ddp``, ``quantfish.train.ddp``), which take the same steps.
 
 ``train(data, config)`` takes any data source of ``quantfish.train.data`` (an object with ``batches(batch_size,
 shuffle, seed)``, arrays, or a list of batches) and returns a ``TrainResult``. One epoch is one pass over the
@@ -24,9 +26,10 @@ import torch
 
 from quantfish.runtime.progress import progress_bar
 
+from quantfish.train import ddp
 from quantfish.train import loss as loss_mod
 from quantfish.train.checkpoint import check_arch, load_checkpoint, restore_model, save_checkpoint
-from quantfish.train.data import DataError, TrainingArrays, as_source
+from quantfish.train.data import DataError, TrainingArrays, as_source, share
 from quantfish.train.model import NnueModel
 
 LAST = "last.pt"
@@ -58,6 +61,7 @@ class TrainConfig:
     out_dir: str | None = None           # checkpoints epoch-NNNN.pt and last.pt; none when None
     checkpoint_minutes: float = 10.0     # also save last.pt this often within an epoch (0: at epoch ends only)
     device: str | None = None            # None: "cuda" if available, else "cpu"
+    ddp: bool = False                    # one rank of a run launched by torchrun (quantfish.train.ddp)
     log: Callable[[str], None] | None = field(default=print, repr=False)
     progress: bool = field(default=False, repr=False)    # a bar over each epoch's positions on stderr
 
@@ -91,23 +95,35 @@ class TrainResult(NamedTuple):
 
 class _StopRequest:
     """Ctrl-C during training: the first finishes the step under way and stops the run there (saving where
-    it was), a second stops at once. Only the main thread can take the signal; elsewhere this does nothing."""
+    it was), a second stops at once. Only the main thread can take the signal; elsewhere this does nothing.
+    A rank of a distributed run also takes SIGTERM so, which is how torchrun passes a Ctrl-C on to its workers,
+    and counts the signals of the next ``grace`` seconds as the same request: a Ctrl-C in a terminal reaches each
+    worker directly and again through torchrun."""
+
+    def __init__(self, signals=(signal.SIGINT,), grace: float = 0.0):
+        self.signals = signals
+        self.grace = grace
 
     def __enter__(self):
         self.count = 0
-        self._old = None
+        self._first = None
+        self._old = {}
         if threading.current_thread() is threading.main_thread():
-            self._old = signal.signal(signal.SIGINT, self._handler)
+            self._old = {s: signal.signal(s, self._handler) for s in self.signals}
         return self
 
     def _handler(self, signum, frame):
+        now = time.monotonic()
+        if self._first is not None and now - self._first < self.grace:
+            return
+        self._first = self._first if self._first is not None else now
         self.count += 1
         if self.count > 1:
             raise KeyboardInterrupt
 
     def __exit__(self, *exc):
-        if self._old is not None:
-            signal.signal(signal.SIGINT, self._old)
+        for s, old in self._old.items():
+            signal.signal(s, old)
         return False
 
 
@@ -141,32 +157,49 @@ def make_scheduler(optimizer: torch.optim.Optimizer, config: TrainConfig):
     raise ValueError(f"unknown learning-rate schedule {config.lr_schedule!r} (exponential, cosine or step)")
 
 
-def _batches(source, batch_size: int, seed: int, skip: int):
+def _batches(source, batch_size: int, shuffle: bool, seed: int, skip: int = 0, ranks: ddp.Ranks = ddp.SINGLE):
     """The epoch's batches after the first ``skip`` (a run resumed within an epoch): skipped unread by a source
-    that takes ``skip``, read and dropped otherwise."""
-    if skip == 0:
-        return source.batches(batch_size, True, seed)
-    if "skip" in inspect.signature(source.batches).parameters:
-        return source.batches(batch_size, True, seed, skip=skip)
-    return itertools.islice(source.batches(batch_size, True, seed), skip, None)
+    that takes ``skip``, read and dropped otherwise; of each, this rank's share alone (only that share read by
+    a source that takes ``part``, the batch cut otherwise)."""
+    takes = inspect.signature(source.batches).parameters
+    kwargs = {}
+    if skip and "skip" in takes:
+        kwargs["skip"], skip = skip, 0
+    cut = ranks.world > 1 and "part" not in takes
+    if ranks.world > 1 and not cut:
+        kwargs["part"] = (ranks.rank, ranks.world)
+    batches = source.batches(batch_size, shuffle, seed, **kwargs)
+    if skip:
+        batches = itertools.islice(batches, skip, None)
+    if cut:
+        batches = (b.take(slice(*share(len(b.stm), ranks.rank, ranks.world))) for b in batches)
+    return batches
 
 
 def _batch_loss(model: NnueModel, batch: TrainingArrays, config: TrainConfig, device) -> torch.Tensor:
+    """The mean loss over the batch; over an empty one (a rank's share of a batch smaller than the ranks),
+    a zero that every parameter takes part in, so that every rank's gradients exist to be averaged."""
     out = model(batch.white_idx, batch.black_idx, batch.stm, batch.bucket)
+    if len(batch.stm) == 0:
+        return out.sum() + sum(p.sum() for p in model.parameters()) * 0.0
     score = torch.as_tensor(np.asarray(batch.score), dtype=torch.float32, device=device)
     result = torch.as_tensor(np.asarray(batch.result), dtype=torch.float32, device=device)
     return loss_mod.loss_fn(out, score, result, config.lambda_, config.wdl_scale, config.loss_exponent)
 
 
-def evaluate_loss(model: NnueModel, source, config: TrainConfig, device=None) -> float | None:
-    """Mean loss over a source, weighted by batch size (None for an empty source)."""
+def evaluate_loss(model: NnueModel, source, config: TrainConfig, device=None,
+                  ranks: ddp.Ranks = ddp.SINGLE) -> float | None:
+    """Mean loss over a source, weighted by batch size (None for an empty source); each rank of a distributed
+    run evaluates its share of each batch."""
     device = device or next(model.parameters()).device
     total, count = 0.0, 0
     with torch.no_grad():
-        for batch in source.batches(config.batch_size, False, 0):
+        for batch in _batches(source, config.batch_size, False, 0, ranks=ranks):
             n = len(batch.stm)
-            total += float(_batch_loss(model, batch, config, device)) * n
-            count += n
+            if n:
+                total += float(_batch_loss(model, batch, config, device)) * n
+                count += n
+    total, count = ddp.all_sum([total, count], ranks, device)
     return total / count if count else None
 
 
@@ -184,8 +217,20 @@ def _split(data, val_data, config: TrainConfig):
 
 def train(data, config: TrainConfig, resume=None, val_data=None) -> TrainResult:
     """Train (or resume from checkpoint ``resume``) for ``config.epochs`` epochs in total."""
-    log = config.log or (lambda s: None)
     device = pick_device(config.device)
+    ranks = ddp.start(device) if config.ddp else ddp.SINGLE
+    if ranks.distributed and device.type == "cuda" and device.index is None:
+        device = torch.device("cuda", ranks.local_rank)
+        torch.cuda.set_device(device)
+    try:
+        return _train(data, config, resume, val_data, device, ranks)
+    finally:
+        if config.ddp:
+            ddp.stop()
+
+
+def _train(data, config, resume, val_data, device, ranks) -> TrainResult:
+    log = (config.log if ranks.leader else None) or (lambda s: None)
     torch.manual_seed(config.seed)
     train_src, val_src = _split(data, val_data, config)
 
@@ -213,37 +258,52 @@ def train(data, config: TrainConfig, resume=None, val_data=None) -> TrainResult:
             log(f"nothing to do: the checkpoint has {start} epochs, the run asks for {config.epochs}")
 
     out = Path(config.out_dir) if config.out_dir else None
-    with _StopRequest() as stop:
-        return _epochs(model, optimizer, scheduler, train_src, val_src, config, device, log, out, start, history,
-                       done, partial, stop)
+    signals = (signal.SIGINT, signal.SIGTERM) if ranks.distributed else (signal.SIGINT,)
+    with _StopRequest(signals, grace=5.0 if ranks.distributed else 0.0) as stop:
+        return _epochs(model, optimizer, scheduler, train_src, val_src, config, device, log,
+                       out if ranks.leader else None, start, history, done, partial, stop, ranks)
 
 
 def _epochs(model, optimizer, scheduler, train_src, val_src, config, device, log, out, start, history, done,
-            partial, stop) -> TrainResult:
+            partial, stop, ranks) -> TrainResult:
+    """The epochs from ``start + 1``. ``out`` is None on every rank but the first (which alone saves): a
+    rank without it that is stopped saves nothing and says so only in a run of its own."""
     ckpt_path = None
+    net = ddp.wrap(model, ranks, device)
     for epoch in range(start + 1, config.epochs + 1):
         model.fake_quant = epoch > config.epochs - config.fake_quant_epochs
         model.train()
         lr = optimizer.param_groups[0]["lr"]
         (total, count), t0, saved = partial, time.perf_counter(), time.monotonic()
         bar = progress_bar(len(train_src) if hasattr(train_src, "__len__") else None,
-                           f"epoch {epoch}/{config.epochs}", "pos", enabled=config.progress, leave=False)
+                           f"epoch {epoch}/{config.epochs}", "pos", enabled=config.progress and ranks.leader,
+                           leave=False)
         bar.update(count)
         seen = 0
-        for batch in _batches(train_src, config.batch_size, config.seed * 100003 + epoch, done):
+        for batch in _batches(train_src, config.batch_size, True, config.seed * 100003 + epoch, done, ranks):
             optimizer.zero_grad(set_to_none=True)
-            loss = _batch_loss(model, batch, config, device)
-            loss.backward()
+            n = len(batch.stm)
+            loss = _batch_loss(net, batch, config, device)
+            if ranks.distributed:
+                # DDP averages the ranks' gradients: weighted by its share, each rank's mean makes that average
+                # the gradient of the whole batch's mean loss.
+                (n_all,) = ddp.all_sum([n], ranks, device)
+                (loss * (n * ranks.world / n_all)).backward()
+            else:
+                loss.backward()
             optimizer.step()
             model.clip_weights()
-            n = len(batch.stm)
-            total += float(loss.detach()) * n
+            step_total, n, stops = ddp.all_sum([float(loss.detach()) * n, n, stop.count], ranks, device)
+            n = int(n)
+            total += step_total
             count += n
             seen += n
             done += 1
             bar.update(n)
-            if stop.count:
+            if stops:
                 bar.close()
+                if out is None and not ranks.leader:
+                    return TrainResult(model, history, None, True)
                 if out is None:
                     log(f"stopped in epoch {epoch} after {done} batches (no --out: nothing saved)")
                     return TrainResult(model, history, None, True)
@@ -263,7 +323,7 @@ def _epochs(model, optimizer, scheduler, train_src, val_src, config, device, log
             raise DataError("the training data yielded no positions")
         scheduler.step()
         model.eval()
-        val = evaluate_loss(model, val_src, config, device) if val_src is not None else None
+        val = evaluate_loss(model, val_src, config, device, ranks) if val_src is not None else None
         stats = EpochStats(epoch, total / count, val, lr, seen / max(elapsed, 1e-9), model.fake_quant)
         history.append(stats._asdict())
         log(stats.line(config.epochs))
