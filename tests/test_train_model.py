@@ -70,8 +70,19 @@ def test_sf15_float_forward_matches_integer_eval_per_bucket(sf_net, sf15_model, 
           f"own bucket {own_mae:.2f} ({own_mae * 100 / 361:.2f} cp) over {len(rows)} positions")
 
 
+@pytest.mark.parametrize("threads", [1, 2])   # 2: the rows of the gradient table shared out between threads
 @pytest.mark.parametrize("l1", [96, 128])      # 96: the last column chunk of the backward pass is partial
-def test_feature_transform_kernel_matches_pytorch_formulation(l1):
+def test_feature_transform_kernel_matches_pytorch_formulation(l1, threads):
+    import numba
+    before = numba.get_num_threads()
+    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+    try:
+        _kernel_against_pytorch(l1)
+    finally:
+        numba.set_num_threads(before)
+
+
+def _kernel_against_pytorch(l1):
     arr = distill_set()
     wi = torch.as_tensor(arr.white_idx[:200]).long()
     bi = torch.as_tensor(arr.black_idx[:200]).long()
@@ -89,6 +100,20 @@ def test_feature_transform_kernel_matches_pytorch_formulation(l1):
         results.append((x.detach(), p.detach(), weight.grad.clone(), bias.grad.clone()))
     for a, b in zip(*results):
         assert torch.allclose(a, b, atol=1e-4), (a - b).abs().max()
+
+
+def test_feature_transform_backward_runs_once():
+    """The backward pass writes the row gradients over the saved accumulators: a second one must refuse."""
+    arr = distill_set()
+    wi = torch.as_tensor(arr.white_idx[:20]).long()
+    bi = torch.as_tensor(arr.black_idx[:20]).long()
+    weight = torch.zeros(PAD + 1, 40, requires_grad=True)
+    bias = torch.full((32,), 0.4, requires_grad=True)
+    x, p = feature_transform(wi, bi, weight, bias, 32, PAD)
+    loss = x.sum() + p.sum()
+    loss.backward(retain_graph=True)
+    with pytest.raises(RuntimeError, match="runs once"):
+        loss.backward()
 
 
 def test_model_output_follows_bucket_and_side_to_move(sf15_model, sf_net):

@@ -8,8 +8,8 @@ On the CPU this is two Numba kernels (forward, backward) behind a PyTorch autogr
 PyTorch operations, the same thing spends most of a training step outside arithmetic: ``embedding_bag``'s
 backward sorts every index, and each slice, clamp and product of the [n, L1] tensors allocates and zero-fills
 its gradient (measured: 60% of a step at L1 = 256). The kernels make one pass over each position's rows in
-each direction, on every thread (the positions split between them; in the backward pass each thread
-scatter-adds into its own gradient table, summed at the end). Elsewhere (CUDA) the PyTorch formulation runs (``reference_transform``), which is also what
+each direction, on every thread (the positions split between them forward; backward, each thread
+scatter-adds into its own interleaved share of the gradient table's rows). Elsewhere (CUDA) the PyTorch formulation runs (``reference_transform``), which is also what
 the kernels are tested against.
 """
 
@@ -54,66 +54,66 @@ def _forward(idx_us, idx_them, weight, bias, l1, acc, x, psqt):
             psqt[i, j] = (acc[0, i, l1 + j] - acc[1, i, l1 + j]) * 0.5
 
 
-@njit(cache=True, nogil=True, fastmath=True)
-def _backward_range(idx_us, idx_them, acc, l1, grad_x, grad_psqt, lo, hi, grad_weight, grad_bias):
-    """Gradients of weight (scatter-add of whole rows per active feature) and bias from those of x and psqt,
-    for positions lo..hi-1."""
-    k = idx_us.shape[1]
-    d = grad_weight.shape[1]
+@njit(cache=True, nogil=True, fastmath=True, parallel=True)
+def _row_gradients(acc, l1, grad_x, grad_psqt, grad_bias_parts):
+    """The gradient of each position's accumulator rows, from those of x and psqt, written over ``acc``
+    (which the backward pass needs no more), and the bias gradient's partial sums, one row per thread."""
+    n = acc.shape[1]
+    d = acc.shape[2]
     half = l1 // 2
-    g = np.empty(d, np.float32)
-    for i in range(lo, hi):
-        for p in range(2):
-            a = acc[p, i]
-            gx = grad_x[i, p * half:(p + 1) * half]
-            for j in range(half):
-                ra = a[j]
-                rb = a[j + half]
-                u = min(max(ra, 0.0), 1.0)
-                v = min(max(rb, 0.0), 1.0)
-                gj = gx[j] * PAIRWISE_FACTOR
-                # Clamp passes the gradient on [0, 1] inclusive, as torch.clamp does.
-                g[j] = gj * v if 0.0 <= ra <= 1.0 else 0.0
-                g[j + half] = gj * u if 0.0 <= rb <= 1.0 else 0.0
-            sign = 0.5 if p == 0 else -0.5
-            for j in range(d - l1):
-                g[l1 + j] = grad_psqt[i, j] * sign
-            for j in range(l1):
-                grad_bias[j] += g[j]
-            for t in range(k):
-                f = idx_us[i, t] if p == 0 else idx_them[i, t]
-                if f >= 0:
-                    gw = grad_weight[f]
-                    for j in range(d):
-                        gw[j] += g[j]
+    parts = grad_bias_parts.shape[0]
+    for t in prange(parts):
+        gb = grad_bias_parts[t]
+        for i in range(n * t // parts, n * (t + 1) // parts):
+            for p in range(2):
+                a = acc[p, i]
+                gx = grad_x[i, p * half:(p + 1) * half]
+                for j in range(half):
+                    ra = a[j]
+                    rb = a[j + half]
+                    u = min(max(ra, 0.0), 1.0)
+                    v = min(max(rb, 0.0), 1.0)
+                    gj = gx[j] * PAIRWISE_FACTOR
+                    # Clamp passes the gradient on [0, 1] inclusive, as torch.clamp does.
+                    a[j] = gj * v if 0.0 <= ra <= 1.0 else 0.0
+                    a[j + half] = gj * u if 0.0 <= rb <= 1.0 else 0.0
+                sign = 0.5 if p == 0 else -0.5
+                for j in range(d - l1):
+                    a[l1 + j] = grad_psqt[i, j] * sign
+                for j in range(l1):
+                    gb[j] += a[j]
 
 
 @njit(cache=True, nogil=True, fastmath=True, parallel=True)
-def _backward(idx_us, idx_them, acc, l1, grad_x, grad_psqt, grad_weight, grad_bias, parts):
-    """``_backward_range`` on ``parts`` slices of the positions at once, each into its own gradient table (a
-    whole row written per feature keeps the scatter-add in cache lines; no lock), then summed."""
-    n = idx_us.shape[0]
+def _scatter(idx_us, idx_them, g, grad_weight, parts):
+    """grad_weight = the sum of g[p, i] over the positions and perspectives where feature f is active, on
+    ``parts`` threads, each owning the rows ``f % parts == thread`` of the one table (which it zeroes first):
+    no lock, no table per thread to zero and sum, and the rows a thread writes stay in cache (per-thread tables
+    of all the rows overflowed it); interleaved rows share the load evenly whatever the king squares."""
+    n, k = idx_us.shape
     rows, d = grad_weight.shape
-    if parts <= 1:
-        _backward_range(idx_us, idx_them, acc, l1, grad_x, grad_psqt, 0, n, grad_weight, grad_bias)
-        return
-    tables = np.zeros((parts - 1, rows, d), np.float32)
-    biases = np.zeros((parts - 1, l1), np.float32)
     for t in prange(parts):
-        lo, hi = n * t // parts, n * (t + 1) // parts
-        if t == 0:
-            _backward_range(idx_us, idx_them, acc, l1, grad_x, grad_psqt, lo, hi, grad_weight, grad_bias)
-        else:
-            _backward_range(idx_us, idx_them, acc, l1, grad_x, grad_psqt, lo, hi, tables[t - 1], biases[t - 1])
-    for r in prange(rows):
-        for t in range(parts - 1):
-            src = tables[t, r]
-            dst = grad_weight[r]
-            for j in range(d):
-                dst[j] += src[j]
-    for t in range(parts - 1):
-        for j in range(l1):
-            grad_bias[j] += biases[t, j]
+        for f in range(t, rows, parts):
+            grad_weight[f, :] = 0.0
+        for i in range(n):
+            for p in range(2):
+                gi = g[p, i]
+                for s in range(k):
+                    f = idx_us[i, s] if p == 0 else idx_them[i, s]
+                    if f >= 0 and f % parts == t:
+                        gw = grad_weight[f]
+                        for j in range(d):
+                            gw[j] += gi[j]
+
+
+def _backward(idx_us, idx_them, acc, l1, grad_x, grad_psqt, grad_weight, grad_bias, parts):
+    """The gradient of weight (written over ``grad_weight``: a scatter-add of whole rows per active feature)
+    and of the bias (added to ``grad_bias``) from those of x and psqt, on ``parts`` threads; ``acc`` is
+    overwritten."""
+    bias_parts = np.zeros((parts, l1), np.float32)
+    _row_gradients(acc, l1, grad_x, grad_psqt, bias_parts)
+    grad_bias += bias_parts.sum(0)
+    _scatter(idx_us, idx_them, acc, grad_weight, parts)
 
 
 def set_threads(threads: int) -> None:
@@ -134,15 +134,20 @@ class _FeatureTransform(torch.autograd.Function):
         ctx.save_for_backward(idx_us, idx_them, acc)
         ctx.l1 = l1
         ctx.rows = weight.shape[0]
+        ctx.spent = False
         return x, psqt
 
     @staticmethod
     def backward(ctx, grad_x, grad_psqt):
         idx_us, idx_them, acc = ctx.saved_tensors
+        if ctx.spent:
+            raise RuntimeError("the feature transform's backward pass reuses its saved accumulators and runs once "
+                               "per forward pass (retain_graph is not supported)")
+        ctx.spent = True
         n, d = idx_us.shape[0], acc.shape[2]
         grad_x = torch.zeros(n, ctx.l1) if grad_x is None else grad_x.contiguous()
         grad_psqt = torch.zeros(n, d - ctx.l1) if grad_psqt is None else grad_psqt.contiguous()
-        grad_weight = torch.zeros(ctx.rows, d, dtype=torch.float32)
+        grad_weight = torch.empty(ctx.rows, d, dtype=torch.float32)     # every row written by _scatter
         grad_bias = torch.zeros(ctx.l1, dtype=torch.float32)
         _backward(idx_us.numpy(), idx_them.numpy(), acc.numpy(), ctx.l1, grad_x.numpy(), grad_psqt.numpy(),
                   grad_weight.numpy(), grad_bias.numpy(), numba.get_num_threads())

@@ -20,7 +20,9 @@ def measure(l1: int = 256, batch_size: int = 16384, steps: int = 8, threads: int
     from quantfish.train.trainer import TrainConfig, _batch_loss, make_optimizer
     from quantfish.train.model import NnueModel
     from quantfish.train.ftkernel import set_threads
+    from quantfish.train.alloc import keep_freed_memory
 
+    keep_freed_memory()
     set_threads(threads)
     arrays = board_arrays(random_boards(batch_size, seed))
     rng = np.random.default_rng(seed)

@@ -27,6 +27,7 @@ import torch
 from quantfish.runtime.progress import progress_bar
 
 from quantfish.train import ddp
+from quantfish.train.alloc import keep_freed_memory
 from quantfish.train import loss as loss_mod
 from quantfish.train.checkpoint import check_arch, load_checkpoint, restore_model, save_checkpoint
 from quantfish.train.data import DataError, TrainingArrays, as_source, share
@@ -217,6 +218,7 @@ def _split(data, val_data, config: TrainConfig):
 
 def train(data, config: TrainConfig, resume=None, val_data=None) -> TrainResult:
     """Train (or resume from checkpoint ``resume``) for ``config.epochs`` epochs in total."""
+    keep_freed_memory()
     device = pick_device(config.device)
     ranks = ddp.start(device) if config.ddp else ddp.SINGLE
     if ranks.distributed and device.type == "cuda" and device.index is None:
