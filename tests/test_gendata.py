@@ -164,6 +164,12 @@ def test_ordered_output_is_round_robin_whatever_the_arrival_order():
     assert shares(10, 3) == [4, 3, 3]
 
 
+def test_an_output_in_a_new_folder_is_written_there(nnue_net, tmp_path):
+    out = tmp_path / "new" / "deeper" / "d.bin"
+    s = generate(out, 50, seed=2, workers=1, config=FAST, openings_path=require(BOOK), net=nnue_net, progress=None)
+    assert s.positions == 50 and out.stat().st_size == 50 * 32
+
+
 def test_appending_to_a_truncated_file_is_refused(nnue_net, tmp_path):
     out = tmp_path / "bad.bin"
     out.write_bytes(b"\0" * 33)

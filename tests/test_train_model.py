@@ -161,3 +161,12 @@ def test_fake_quant_forward_equals_exported_weights():
         snapped = dequantise(quantise(model))(*args).numpy()
     assert np.abs(fq - snapped).max() < 0.02
     assert np.abs(raw - snapped).max() > 0.02          # rounding the weights does change the output
+
+
+def test_the_trainer_keeps_freed_memory_under_glibc():
+    """A step's large tensors are served again from the heap, not mapped anew (quantfish.train.alloc)."""
+    import platform
+    from quantfish.train.alloc import keep_freed_memory
+    if platform.libc_ver()[0] != "glibc":
+        pytest.skip("not glibc: the C library's own policy applies")
+    assert keep_freed_memory() is True

@@ -117,7 +117,7 @@ def test_pact_learns_its_clips():
     config = TrainConfig(l1=128, epochs=2, batch_size=32, lr=2e-3, val_fraction=0.0, fake_quant_epochs=2,
                          qat="pact", seed=0, log=None)
     model = train(distill_set(), config).model
-    assert float(model.pact_ft) != 1.0
+    assert float(model.pact_ft.detach()) != 1.0
     assert not torch.all(model.pact_fc1 == 1.0)
 
 
@@ -126,7 +126,7 @@ def test_a_checkpoint_keeps_its_method_and_refuses_another(tmp_path):
                          out_dir=str(tmp_path), log=None)
     result = train(distill_set(300, 3), config)
     model = model_from_checkpoint(result.checkpoint)
-    assert model.qat == "pact" and float(model.pact_ft) == float(result.model.pact_ft)
+    assert model.qat == "pact" and float(model.pact_ft.detach()) == float(result.model.pact_ft.detach())
     with pytest.raises(CheckpointError, match="qat"):
         train(distill_set(300, 3), TrainConfig(l1=128, epochs=2, batch_size=64, val_fraction=0.0, seed=0,
                                                log=None), resume=result.checkpoint)

@@ -160,8 +160,11 @@ def _cpu_seconds() -> float:
 
 
 def _check_output(path) -> None:
+    """Refuse a file that is not whole records, before any work; make its folder if it has none yet."""
     if os.path.exists(path):
         count_records(path)           # DataFileError when not a whole number of records
+    else:
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
 
 
 def generate(out_path, positions: int, seed: int = 0, workers: int = 1, config: GenConfig = GenConfig(),
