@@ -268,8 +268,8 @@ def _train(data, config, resume, val_data, device, ranks) -> TrainResult:
 
 def _epochs(model, optimizer, scheduler, train_src, val_src, config, device, log, out, start, history, done,
             partial, stop, ranks) -> TrainResult:
-    """The epochs from ``start + 1``. ``out`` is None on every rank but the first (which alone saves): a
-    rank without it that is stopped saves nothing and says so only in a run of its own."""
+    """The epochs from ``start + 1``. ``out`` is None on every rank of a distributed run but the first, which
+    alone saves (and logs)."""
     ckpt_path = None
     net = ddp.wrap(model, ranks, device)
     for epoch in range(start + 1, config.epochs + 1):
