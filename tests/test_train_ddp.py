@@ -12,7 +12,7 @@ import pytest
 from quantfish.data.records import append_records
 from quantfish.train.data import ArraySource, share
 from quantfish.train.stream import RecordStream
-from tests.testdata import PERFT_DATA, require
+from tests.testdata import perft_suite_fens
 
 torch = pytest.importorskip("torch", reason="PyTorch not installed (make train-deps)")
 
@@ -23,11 +23,7 @@ def shards(tmp_path_factory):
     so that batches can be told apart; 4,097 = 16 batches of 256 and one of a single position, which one of
     two ranks gets nothing of."""
     from quantfish.data.text import parse_lines
-    fens = []
-    for line in open(require(PERFT_DATA / "perftsuite_standard_128.epd")):
-        fen = line.split(";")[0].strip()
-        if fen and len(fen.split()) >= 4:
-            fens.append(" ".join(fen.split()[:4]) + " 0 1")
+    fens = perft_suite_fens()
     folder = tmp_path_factory.mktemp("ddp-shards")
     rng = np.random.default_rng(5)
     paths, index = [], 0

@@ -6,18 +6,14 @@ import pytest
 from quantfish.data.records import append_records
 from quantfish.train import stream
 from quantfish.train.stream import RecordStream
-from tests.testdata import PERFT_DATA, require
+from tests.testdata import perft_suite_fens
 
 
 @pytest.fixture(scope="module")
 def shards(tmp_path_factory):
     """Three record files of positions from the perft suites, each record's score its own index (to track it)."""
     from quantfish.data.text import parse_lines
-    fens = []
-    for line in open(require(PERFT_DATA / "perftsuite_standard_128.epd")):
-        fen = line.split(";")[0].strip()
-        if fen and len(fen.split()) >= 4:
-            fens.append(" ".join(fen.split()[:4]) + " 0 1")
+    fens = perft_suite_fens()
     folder = tmp_path_factory.mktemp("shards")
     paths, index = [], 0
     for n in (2500, 4100, 1300):

@@ -26,6 +26,16 @@ def require(path):
     return path
 
 
+def perft_suite_fens(name="perftsuite_standard_128.epd"):
+    """The positions of a perft suite as FENs with clocks 0 and 1: board positions for record files."""
+    fens = []
+    for line in open(require(PERFT_DATA / name)):
+        fen = line.split(";")[0].strip()
+        if fen and len(fen.split()) >= 4:
+            fens.append(" ".join(fen.split()[:4]) + " 0 1")
+    return fens
+
+
 def endgame_positions():
     """Every position of the endgame EPDs that the 3-4 man tables cover (no castling rights), as
     ``pytest.param(fen)`` with the file's name in its id."""

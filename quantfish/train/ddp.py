@@ -3,7 +3,7 @@
     torchrun --standalone --nproc-per-node=2 -m quantfish train --ddp --data a.bin --data b.bin --out run/
 
 Every rank draws the same global batches from the same seed and trains on its own share of each: rows
-``share(n, rank, world)`` of a batch of ``n``, whose features only that rank computes (a record stream
+``quantfish.train.data.share(n, rank, world)`` of a batch of ``n``, whose features only that rank computes (a record stream
 decodes only the rank's rows). Gradients are averaged by DDP's all-reduce, with each rank's loss weighted by
 its share of the global batch, so a step of N ranks is the step one process would take on the whole batch:
 the same run, within float rounding, whatever the number of ranks. Rank 0 writes the checkpoints and the log;
@@ -18,8 +18,6 @@ from typing import NamedTuple
 
 import torch
 import torch.distributed as dist
-
-from quantfish.train.data import share  # noqa: F401  (a rank's rows of a batch)
 
 
 class Ranks(NamedTuple):
