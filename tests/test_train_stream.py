@@ -1,5 +1,7 @@
 """Streamed training data, learning-rate schedules, and a run stopped in the middle of an epoch that resumes
 exactly where it stopped."""
+import math
+
 import numpy as np
 import pytest
 
@@ -95,8 +97,38 @@ def test_cosine_and_step_schedules():
         make_scheduler(opt, TrainConfig(lr_schedule="linear"))
 
 
-def test_a_run_stopped_within_an_epoch_resumes_exactly(shards, tmp_path, monkeypatch):
-    """A checkpoint saved in the middle of an epoch, then resumed: the same weights as an uninterrupted run."""
+def test_a_schedule_followed_by_batch_decays_within_the_epoch(shards, monkeypatch):
+    """--lr-by-batch: each batch's rate is the cosine at the run's fractional epoch, from lr at the first batch
+    to near lr * lr_min_ratio at the last, even in a one-epoch run."""
+    torch = _torch()
+    from quantfish.train import trainer
+    monkeypatch.setattr(stream, "BLOCK", 256)
+    data = RecordStream(shards, shuffle_buffer=2000)
+    size, rates = len(data), []
+    real_step = torch.optim.Adam.step
+
+    def recording_step(self, *args, **kwargs):
+        rates.append(self.param_groups[0]["lr"])
+        return real_step(self, *args, **kwargs)
+
+    monkeypatch.setattr(torch.optim.Adam, "step", recording_step)
+    config = trainer.TrainConfig(l1=32, epochs=1, batch_size=256, lr=1e-3, lr_schedule="cosine",
+                                 lr_min_ratio=0.1, lr_by_batch=True, val_fraction=0.0, seed=7, log=None)
+    trainer.train(data, config)
+    # The epoch's batches, drawn as the trainer draws them (a shard's end can cut one short).
+    starts = np.cumsum([0] + [len(b.stm) for b in data.batches(256, True, 7 * 100003 + 1)])[:-1]
+    want = [1e-3 * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * start / size))) for start in starts]
+    assert len(rates) == len(starts) and starts[-1] > 0.9 * size
+    assert rates == pytest.approx(want, rel=1e-9)
+    assert rates[-1] < 0.11e-3
+    with pytest.raises(ValueError, match="known size"):
+        trainer._epoch_size(object(), config)
+
+
+@pytest.mark.parametrize("by_batch", [False, True])
+def test_a_run_stopped_within_an_epoch_resumes_exactly(shards, tmp_path, monkeypatch, by_batch):
+    """A checkpoint saved in the middle of an epoch, then resumed: the same weights as an uninterrupted run
+    (with a rate that falls batch by batch too: exponential, which a run extended by an epoch does not change)."""
     torch = _torch()
     torch.set_num_threads(1)
     from quantfish.train import trainer
@@ -106,7 +138,8 @@ def test_a_run_stopped_within_an_epoch_resumes_exactly(shards, tmp_path, monkeyp
 
     def config(out, epochs, minutes=0.0):
         return trainer.TrainConfig(l1=32, epochs=epochs, batch_size=256, lr=1e-3, val_fraction=0.0, seed=7,
-                                   out_dir=str(out), checkpoint_minutes=minutes, log=None)
+                                   out_dir=str(out), checkpoint_minutes=minutes, log=None,
+                                   lr_gamma=0.5 if by_batch else 0.992, lr_by_batch=by_batch)
 
     whole = trainer.train(data, config(tmp_path / "whole", 2)).model
     # Stop after 10 batches of the second epoch: a clock that says a minute has passed at every batch makes

@@ -72,7 +72,11 @@ def _load_source(spec: str):
 @click.option("--lr-gamma", type=click.FloatRange(0, 1, min_open=True), default=0.992, show_default=True,
               help="Exponential schedule: factor after each epoch; step schedule: factor at each step.")
 @click.option("--lr-schedule", type=click.Choice(["exponential", "cosine", "step"]), default="exponential",
-              show_default=True, help="How the learning rate falls from epoch to epoch.")
+              show_default=True, help="How the learning rate falls from epoch to epoch (or batch to batch: "
+                                      "--lr-by-batch).")
+@click.option("--lr-by-batch", is_flag=True, default=False,
+              help="Follow the schedule batch by batch, at the run's fractional epoch, so that even a "
+                   "one-epoch run decays (a cosine then ends at --lr-min-ratio on the last batch).")
 @click.option("--lr-min-ratio", type=click.FloatRange(0, 1), default=0.0, show_default=True,
               help="Cosine schedule: the last epoch's rate as a fraction of --lr.")
 @click.option("--lr-step-epochs", type=click.IntRange(1, None), default=10, show_default=True,
@@ -108,7 +112,7 @@ def _load_source(spec: str):
               help="One process of a distributed run started by torchrun (gloo on the CPU, NCCL on GPUs): every "
                    "process trains on its share of each batch, and the run takes the steps one process would.")
 def train_command(data_paths, source, out_dir, l1, factoriser, epochs, batch_size, lr, lr_gamma, lr_schedule,
-                  lr_min_ratio, lr_step_epochs, optimizer, lambda_, wdl_scale, loss_exponent, shuffle_buffer,
+                  lr_min_ratio, lr_by_batch, lr_step_epochs, optimizer, lambda_, wdl_scale, loss_exponent, shuffle_buffer,
                   checkpoint_minutes, val_fraction, fake_quant_epochs, qat, qat_bits, resume, seed, threads, ddp):
     """Train a HalfKAv2_hm net (Stockfish 15.1 topology) on scored positions."""
     _require_torch()
@@ -142,7 +146,7 @@ def train_command(data_paths, source, out_dir, l1, factoriser, epochs, batch_siz
         data = as_source(_load_source(source)) if source else load_data_files(data_paths, shuffle_buffer)
         config = TrainConfig(l1=l1, factoriser=factoriser, epochs=epochs, batch_size=batch_size, lr=lr,
                              lr_gamma=lr_gamma, lr_schedule=lr_schedule, lr_min_ratio=lr_min_ratio,
-                             lr_step_epochs=lr_step_epochs,
+                             lr_step_epochs=lr_step_epochs, lr_by_batch=lr_by_batch,
                              optimizer=optimizer, lambda_=lambda_, wdl_scale=wdl_scale, loss_exponent=loss_exponent,
                              val_fraction=val_fraction, fake_quant_epochs=fake_quant_epochs, seed=seed, qat=qat, qat_bits=qat_bits,
                              out_dir=out_dir, checkpoint_minutes=checkpoint_minutes, ddp=ddp,

@@ -49,6 +49,7 @@ class TrainConfig:
     lr_schedule: str = "exponential"     # "exponential", "cosine" (to lr * lr_min_ratio at the end) or "step"
     lr_step_epochs: int = 10             # step: epochs between the steps
     lr_min_ratio: float = 0.0            # cosine: the last epoch's rate as a fraction of lr
+    lr_by_batch: bool = False            # the schedule followed batch by batch (a one-epoch run still decays)
     optimizer: str = "adam"              # "adam" or "adamw"
     weight_decay: float = 0.0
     lambda_: float = loss_mod.DEFAULT_LAMBDA
@@ -143,19 +144,34 @@ def make_optimizer(model: NnueModel, config: TrainConfig) -> torch.optim.Optimiz
     return kinds[config.optimizer](model.parameters(), lr=config.lr, weight_decay=config.weight_decay, fused=True)
 
 
+def lr_factor(config: TrainConfig, e: float) -> float:
+    """The schedule's factor of ``lr`` at epoch ``e`` (0 at the start; fractional when followed by batch). By
+    epoch, a cosine reaches its low at the last epoch; by batch, at the run's last batch."""
+    if config.lr_schedule == "exponential":
+        return config.lr_gamma ** e
+    if config.lr_schedule == "step":
+        return config.lr_gamma ** (e // max(1, config.lr_step_epochs))
+    if config.lr_schedule == "cosine":
+        span = float(config.epochs) if config.lr_by_batch else float(max(1, config.epochs - 1))
+        low = config.lr_min_ratio
+        return low + (1 - low) * 0.5 * (1 + math.cos(math.pi * min(e, span) / span))
+    raise ValueError(f"unknown learning-rate schedule {config.lr_schedule!r} (exponential, cosine or step)")
+
+
 def make_scheduler(optimizer: torch.optim.Optimizer, config: TrainConfig):
     """The learning rate by epoch: exponential decay, a cosine from ``lr`` down to ``lr * lr_min_ratio`` over
-    the run's epochs, or steps of ``lr_gamma`` every ``lr_step_epochs`` epochs."""
-    if config.lr_schedule == "exponential":
-        return torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma=config.lr_gamma)
-    if config.lr_schedule == "step":
-        return torch.optim.lr_scheduler.StepLR(optimizer, step_size=max(1, config.lr_step_epochs),
-                                               gamma=config.lr_gamma)
-    if config.lr_schedule == "cosine":
-        span, low = max(1, config.epochs - 1), config.lr_min_ratio
-        return torch.optim.lr_scheduler.LambdaLR(
-            optimizer, lambda e: low + (1 - low) * 0.5 * (1 + math.cos(math.pi * min(e, span) / span)))
-    raise ValueError(f"unknown learning-rate schedule {config.lr_schedule!r} (exponential, cosine or step)")
+    the run's epochs, or steps of ``lr_gamma`` every ``lr_step_epochs`` epochs (``lr_factor``). A run that
+    follows its schedule by batch sets the rate itself before each step (``_set_batch_lr``)."""
+    lr_factor(config, 0)   # an unknown schedule fails here, before any training
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda e: lr_factor(config, e))
+
+
+def _set_batch_lr(optimizer: torch.optim.Optimizer, config: TrainConfig, epoch: int, count: int, size: int):
+    """The rate of the batch after ``count`` of the epoch's ``size`` positions (epoch counted from 1): it
+    depends on where the run is alone, so a resumed run takes the rates the uninterrupted one took."""
+    rate = config.lr * lr_factor(config, epoch - 1 + min(count, size) / size)
+    for group in optimizer.param_groups:
+        group["lr"] = rate
 
 
 def _batches(source, batch_size: int, shuffle: bool, seed: int, skip: int = 0, ranks: ddp.Ranks = ddp.SINGLE):
@@ -266,6 +282,14 @@ def _train(data, config, resume, val_data, device, ranks) -> TrainResult:
                        out if ranks.leader else None, start, history, done, partial, stop, ranks)
 
 
+def _epoch_size(source, config: TrainConfig) -> int:
+    """The positions of one epoch, which a schedule followed by batch needs."""
+    size = len(source) if hasattr(source, "__len__") else 0
+    if size <= 0:
+        raise ValueError("--lr-by-batch needs training data of a known size")
+    return size
+
+
 def _epochs(model, optimizer, scheduler, train_src, val_src, config, device, log, out, start, history, done,
             partial, stop, ranks) -> TrainResult:
     """The epochs from ``start + 1``. ``out`` is None on every rank of a distributed run but the first, which
@@ -275,8 +299,11 @@ def _epochs(model, optimizer, scheduler, train_src, val_src, config, device, log
     for epoch in range(start + 1, config.epochs + 1):
         model.fake_quant = epoch > config.epochs - config.fake_quant_epochs
         model.train()
-        lr = optimizer.param_groups[0]["lr"]
         (total, count), t0, saved = partial, time.perf_counter(), time.monotonic()
+        size = _epoch_size(train_src, config) if config.lr_by_batch else 0
+        if size:
+            _set_batch_lr(optimizer, config, epoch, count, size)
+        lr = optimizer.param_groups[0]["lr"]
         bar = progress_bar(len(train_src) if hasattr(train_src, "__len__") else None,
                            f"epoch {epoch}/{config.epochs}", "pos", enabled=config.progress and ranks.leader,
                            leave=False)
@@ -284,6 +311,8 @@ def _epochs(model, optimizer, scheduler, train_src, val_src, config, device, log
         seen = 0
         for batch in _batches(train_src, config.batch_size, True, config.seed * 100003 + epoch, done, ranks):
             optimizer.zero_grad(set_to_none=True)
+            if size:
+                _set_batch_lr(optimizer, config, epoch, count, size)
             n = len(batch.stm)
             loss = _batch_loss(net, batch, config, device)
             if ranks.distributed:
