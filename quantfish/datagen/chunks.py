@@ -120,11 +120,9 @@ def run_chunk(job: ChunkJob) -> ChunkResult:
     try:
         with open(tmp, "wb") as fh:
             while made < job.positions:
-                game = player.play()
-                room = job.positions - made
-                data = game.data if game.records <= room else game.data[:room * RECORD_SIZE]
-                fh.write(data)
-                made += min(game.records, room)
+                game = player.play().first(job.positions - made)
+                fh.write(game.data)
+                made += game.records
                 games += 1
                 results[("0-1", "1/2-1/2", "1-0")[game.white_result]] += 1
                 reasons[REASONS[game.reason]] += 1

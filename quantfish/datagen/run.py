@@ -27,7 +27,7 @@ from quantfish.datagen.selfplay import REASONS
 from quantfish.datagen.config import GenConfig
 from quantfish.datagen.shard import Game, ShardPlayer
 from quantfish.runtime.progress import progress_bar
-from quantfish.data.records import RECORD_SIZE, count_records, write_all
+from quantfish.data.records import count_records, write_all
 
 
 def default_workers() -> int:
@@ -200,18 +200,11 @@ def generate(out_path, positions: int, seed: int = 0, workers: int = 1, config: 
     return summary
 
 
-def _cut(game: Game, room: int) -> Game:
-    """The game's first ``room`` records when it has more."""
-    if game.records <= room:
-        return game
-    return game._replace(data=game.data[:room * RECORD_SIZE], records=room)
-
-
 def _run_here(write, positions, seed, config, openings, net, interrupts) -> None:
     player = ShardPlayer(net, config, openings, seed, 0)
     made = 0
     while made < positions and not interrupts.count:
-        game = _cut(player.play(), positions - made)
+        game = player.play().first(positions - made)
         write(game)
         made += game.records
 
@@ -223,7 +216,7 @@ def _worker(worker, share, seed, config, openings, net, results, stop) -> None:
         player = ShardPlayer(net, config, openings, seed, worker)
         made = 0
         while made < share and not stop.is_set():
-            game = _cut(player.play(), share - made)
+            game = player.play().first(share - made)
             results.put(("game", worker, game))
             made += game.records
         results.put(("done", worker, None))

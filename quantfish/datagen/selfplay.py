@@ -121,14 +121,16 @@ def search_position(T, S, root_index, max_depth, soft_nodes, hard_nodes):
 
 
 @njit(cache=True, nogil=True)
-def play_game(T, S, bb0, board0, st0, rng, random_plies, max_depth, soft_nodes, hard_nodes, max_plies, out):
-    """Play one game from (bb0, board0, st0); pack its kept positions into ``out`` (uint8[k, 32], k >
-    ``max_plies``) with the game's result. Returns (records, White's result, reason, plies, nodes)."""
+def _play(T, S, bb0, board0, st0, rng, random_plies, max_depth, soft_nodes, hard_nodes, max_plies, out, sampled,
+          seen, seen_count):
+    """The game loop of ``play_game`` (``sampled`` False: the searched roots) and ``play_sampled_game``
+    (True: the positions each search evaluated, once each by ``seen``)."""
     bbs, boards, sts = S.bbs, S.boards, S.sts
     bb, board, st = bb0.copy(), board0.copy(), st0.copy()
     dirty = np.zeros((3, 3), np.int32)
     moves = np.empty(MAX_MOVES, np.int32)
     keys = S.keys                # the game's keys come first, as the search expects its history
+    tap, tap_boards, tap_rows = S.tap, S.tap_boards, S.tap_rows
     ply = 0
     keys[0] = np.uint64(st[ST_KEY])
     n = 0
@@ -163,23 +165,43 @@ def play_game(T, S, bb0, board0, st0, rng, random_plies, max_depth, soft_nodes, 
             bbs[0][:] = bb
             boards[0][:] = board
             sts[0][:] = st
+            if sampled:
+                tap[TAP_COUNT] = 0
             m, score = search_position(T, S, ply, max_depth, soft_nodes, hard_nodes)
             nodes += S.ctl[0].nodes
-            if m == 0:
-                m = moves[0]
-            elif not in_check and is_quiet(board, m) and abs(score) < MATE_IN_MAX:
+            if sampled:
+                for i in range(tap[TAP_COUNT]):
+                    if n >= out.shape[0]:
+                        break
+                    if seen_before(seen, seen_count, tap_rows[i, C_KEY]):
+                        continue
+                    pack_record(tap_boards[i], tap_rows[i, C_SIDE], tap_rows[i, C_CASTLE], tap_rows[i, C_EP],
+                                tap_rows[i, C_RULE50], tap_rows[i, C_FULLMOVE], tap_rows[i, C_RAW], 0, out[n])
+                    n += 1
+            elif m != 0 and not in_check and is_quiet(board, m) and abs(score) < MATE_IN_MAX:
                 pack_record(board, side, st[ST_CASTLE], st[ST_EP], st[ST_RULE50], st[ST_FULLMOVE],
                             centipawns(score), 0, out[n])
                 n += 1
+            if m == 0:
+                m = moves[0]
         make_move(T, bb, board, st, bbs[1], boards[1], sts[1], m, dirty)
         bb[:] = bbs[1]
         board[:] = boards[1]
         st[:] = sts[1]
         ply += 1
         keys[ply] = np.uint64(st[ST_KEY])
+    label = RAW_LABEL if sampled else 0
     for i in range(n):
-        out[i, RESULT_AT] = white_result if out[i, STM_AT] == 0 else 2 - white_result
+        out[i, RESULT_AT] = label | (white_result if out[i, STM_AT] == 0 else 2 - white_result)
     return n, white_result, reason, ply, nodes
+
+
+@njit(cache=True, nogil=True)
+def play_game(T, S, bb0, board0, st0, rng, random_plies, max_depth, soft_nodes, hard_nodes, max_plies, out):
+    """Play one game from (bb0, board0, st0); pack its kept positions into ``out`` (uint8[k, 32], k >
+    ``max_plies``) with the game's result. Returns (records, White's result, reason, plies, nodes)."""
+    return _play(T, S, bb0, board0, st0, rng, random_plies, max_depth, soft_nodes, hard_nodes, max_plies, out,
+                 False, np.zeros(0, np.uint64), np.zeros(1, np.int64))
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -216,65 +238,5 @@ def play_sampled_game(T, S, bb0, board0, st0, rng, random_plies, max_depth, soft
     state's evaluation tap, ``quantfish.nnue.evaluator``), each once (``seen_before``), labelled with the net's
     raw output and the game's result (records marked ``RAW_LABEL``). Returns (records, White's result, reason,
     plies, nodes)."""
-    bbs, boards, sts = S.bbs, S.boards, S.sts
-    bb, board, st = bb0.copy(), board0.copy(), st0.copy()
-    dirty = np.zeros((3, 3), np.int32)
-    moves = np.empty(MAX_MOVES, np.int32)
-    keys = S.keys
-    tap, tap_boards, tap_rows = S.tap, S.tap_boards, S.tap_rows
-    ply = 0
-    keys[0] = np.uint64(st[ST_KEY])
-    n = 0
-    nodes = 0
-    white_result = DRAW
-    reason = MAX_PLIES
-    first_random = rng_below(rng, 2) if random_plies > 0 else 0
-    while True:
-        side = st[ST_SIDE]
-        count = generate_legal(T, bb, board, st, moves)
-        in_check = checkers(T, bb, st) != U0
-        if count == 0:
-            reason = CHECKMATE if in_check else STALEMATE
-            if in_check:
-                white_result = BLACK_WINS if side == 0 else WHITE_WINS
-            break
-        if st[ST_RULE50] >= 100:
-            reason = FIFTY_MOVES
-            break
-        if insufficient_material(bb):
-            reason = MATERIAL
-            break
-        if threefold(keys, ply, st[ST_RULE50]):
-            reason = REPETITION
-            break
-        if ply >= max_plies:
-            reason = MAX_PLIES
-            break
-        if first_random <= ply < first_random + random_plies:
-            m = moves[rng_below(rng, count)]
-        else:
-            bbs[0][:] = bb
-            boards[0][:] = board
-            sts[0][:] = st
-            tap[TAP_COUNT] = 0
-            m, score = search_position(T, S, ply, max_depth, soft_nodes, hard_nodes)
-            nodes += S.ctl[0].nodes
-            for i in range(tap[TAP_COUNT]):
-                if n >= out.shape[0]:
-                    break
-                if seen_before(seen, seen_count, tap_rows[i, C_KEY]):
-                    continue
-                pack_record(tap_boards[i], tap_rows[i, C_SIDE], tap_rows[i, C_CASTLE], tap_rows[i, C_EP],
-                            tap_rows[i, C_RULE50], tap_rows[i, C_FULLMOVE], tap_rows[i, C_RAW], 0, out[n])
-                n += 1
-            if m == 0:
-                m = moves[0]
-        make_move(T, bb, board, st, bbs[1], boards[1], sts[1], m, dirty)
-        bb[:] = bbs[1]
-        board[:] = boards[1]
-        st[:] = sts[1]
-        ply += 1
-        keys[ply] = np.uint64(st[ST_KEY])
-    for i in range(n):
-        out[i, RESULT_AT] = RAW_LABEL | (white_result if out[i, STM_AT] == 0 else 2 - white_result)
-    return n, white_result, reason, ply, nodes
+    return _play(T, S, bb0, board0, st0, rng, random_plies, max_depth, soft_nodes, hard_nodes, max_plies, out,
+                 True, seen, seen_count)

@@ -21,6 +21,12 @@ class Game(NamedTuple):
     plies: int
     nodes: int
 
+    def first(self, room: int) -> "Game":
+        """The game with its first ``room`` records alone when it has more (the last game of a run)."""
+        if self.records <= room:
+            return self
+        return self._replace(data=self.data[:room * RECORD_SIZE], records=room)
+
 
 def worker_seed(seed: int, worker: int) -> int:
     """A 64-bit stream seed for each (seed, worker) pair."""
