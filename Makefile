@@ -44,17 +44,19 @@ plot-deps: $(PY)
 cluster-deps: $(PY)
 	$(PY) -m pip install -q -e '.[cluster]'
 
-# Remake Quantfish's own net the way quantfish/nets/qf-*.nnue was made (quantfish/nets/README.md): 122M
+# Remake Quantfish's own net the way quantfish/nets/qf-*.nnue was made (quantfish/nets/README.md): 270M
 # positions the search evaluates in self-play, labelled with Stockfish 15.1's net's raw output (the teacher:
-# install its net first, make net), one epoch of factorised training at L1 = 256, export. Needs make
-# train-deps; about 10 minutes of data and 45 of training on 2 cores. The result is build/ournet/ournet.nnue.
+# install its net first, make net), one epoch of factorised training at L1 = 256 under a cosine rate followed
+# batch by batch, export. Needs make train-deps; about 25 minutes of data and 45 of training on 2 cores. The
+# result is build/ournet/ournet.nnue.
 OURNET_GEN = --workers 2 --depth 4 --nodes 300 --random-plies 8
 ournet: $(PY)
-	mkdir -p build/ournet && rm -f build/ournet/d1.bin build/ournet/d2.bin
-	$(QF) gendata -o build/ournet/d1.bin --positions 21968072 --seed 11 --sample 1 $(OURNET_GEN)
+	mkdir -p build/ournet && rm -f build/ournet/d2.bin build/ournet/d3.bin
 	$(QF) gendata -o build/ournet/d2.bin --positions 100000000 --seed 12 --sample 2 $(OURNET_GEN)
-	$(QF) train --data build/ournet/d1.bin --data build/ournet/d2.bin --out build/ournet/run --l1 256 --factoriser \
-		--epochs 1 --batch-size 16384 --lr 1e-3 --val-fraction 0.005 --seed 1 --threads 2
+	$(QF) gendata -o build/ournet/d3.bin --positions 170000000 --seed 13 --sample 8 $(OURNET_GEN)
+	$(QF) train --data build/ournet/d2.bin --data build/ournet/d3.bin --out build/ournet/run --l1 256 --factoriser \
+		--epochs 1 --batch-size 16384 --lr 1e-3 --lr-schedule cosine --lr-min-ratio 0.05 --lr-by-batch \
+		--val-fraction 0.005 --seed 1 --threads 2
 	$(QF) export build/ournet/run/last.pt -o build/ournet/ournet.nnue
 
 test: $(PY)
