@@ -46,6 +46,10 @@ DOUBLE_EXT_MAX = 10
 # re-searched one ply deeper than its full depth.
 DEEPER_MARGIN = 70
 DEEPER_PER_PLY = 12
+# A check is extended only this deep, and only where the node's static evaluation is this far from 0 (in
+# check, it has none and counts as far): shallow checks are left to quiescence and LMR.
+CHECK_EXT_MIN_DEPTH = 10
+CHECK_EXT_MIN_EVAL = 83
 POLL_EVERY = 256      # nodes between looks at the clock (a power of two)
 NODE_LIMIT_EVERY = 1024
 
@@ -500,7 +504,8 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
                 continue
         nodes_before = ctl.nodes
         _do_move(T, S, ply, m)
-        ext = 1 if gives_check and ply < 2 * ctl.root_depth else 0
+        ext = 1 if (gives_check and ply < 2 * ctl.root_depth and depth >= CHECK_EXT_MIN_DEPTH
+                    and abs(evals[ply]) >= CHECK_EXT_MIN_EVAL) else 0
         if tt_ext != 0 and m == tt_move:
             ext = tt_ext
         new_depth = depth - 1 + ext
