@@ -335,10 +335,11 @@ def test_show_wdl_adds_win_draw_loss_to_info(uci):
     for words in infos:
         i = words.index("wdl")
         assert words[i - 3] == "score" and sum(int(w) for w in words[i + 1:i + 4]) == 1000
-    # The model's values for the reported score at the game's ply (Black to move at move 20: ply 39).
+    # The model's values for the reported score at the game's ply (Black to move at move 20: ply 39). Depth 4
+    # reports a score in centipawns; from depth 6 the search can see the mate in 3.
     from quantfish.search.wdl import wdl
     uci.send("position fen 8/8/8/4k3/8/8/3q4/6K1 b - - 0 20")
-    uci.send("go depth 6")
+    uci.send("go depth 4")
     words = [l.split() for l in uci.expect("bestmove") if l.startswith("info depth")][-1]
     assert words[words.index("score") + 1] == "cp"
     cp = int(words[words.index("score") + 2])
