@@ -70,6 +70,28 @@ def test_resume_continues_from_the_saved_epoch(tmp_path):
     assert (tmp_path / "part" / "epoch-0003.pt").is_file()
 
 
+def test_a_checkpoint_of_the_earlier_scheduler_state_resumes(tmp_path):
+    """A checkpoint whose schedule state is that of torch's ExponentialLR (as checkpoints recorded it before the
+    schedules became one function of the epoch) resumes to the weights of a run never stopped."""
+    data = distill_set(300, 3)
+    whole = train(data, _small_config(tmp_path / "whole", 3))
+    train(data, _small_config(tmp_path / "part", 2))
+    path = tmp_path / "part" / LAST
+    state = load_checkpoint(path)
+    config = _small_config(None, 2)
+    optimizer = torch.optim.Adam([torch.nn.Parameter(torch.zeros(1))], lr=config.lr)
+    earlier = torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma=config.lr_gamma)
+    for _ in range(2):
+        optimizer.step()
+        earlier.step()
+    state["scheduler"] = earlier.state_dict()
+    assert "lr_lambdas" not in state["scheduler"]
+    torch.save(state, path)
+    resumed = train(data, _small_config(tmp_path / "part", 3), resume=path)
+    for (name, a), b in zip(whole.model.state_dict().items(), resumed.model.state_dict().values()):
+        assert torch.equal(a, b), name
+
+
 def test_checkpoint_of_another_shape_is_refused(tmp_path):
     data = distill_set(300, 3)
     train(data, _small_config(tmp_path, 1))

@@ -166,6 +166,15 @@ def make_scheduler(optimizer: torch.optim.Optimizer, config: TrainConfig):
     return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda e: lr_factor(config, e))
 
 
+def _restore_scheduler(scheduler, saved: dict) -> None:
+    """A checkpoint's schedule state. The rate is a function of the epoch alone (``lr_factor``), so the state of
+    a checkpoint written under torch's exponential or step scheduler (which has no ``lr_lambdas``) resumes the
+    same way."""
+    saved = dict(saved)
+    saved.setdefault("lr_lambdas", [None] * len(scheduler.base_lrs))
+    scheduler.load_state_dict(saved)
+
+
 def _set_batch_lr(optimizer: torch.optim.Optimizer, config: TrainConfig, epoch: int, count: int, size: int):
     """The rate of the batch after ``count`` of the epoch's ``size`` positions (epoch counted from 1): it
     depends on where the run is alone, so a resumed run takes the rates the uninterrupted one took."""
@@ -266,7 +275,7 @@ def _train(data, config, resume, val_data, device, ranks) -> TrainResult:
         if state.get("optimizer") is not None:
             optimizer.load_state_dict(state["optimizer"])
         if state.get("scheduler") is not None:
-            scheduler.load_state_dict(state["scheduler"])
+            _restore_scheduler(scheduler, state["scheduler"])
         start, history = state["epoch"], list(state.get("history", []))
         done = int(state.get("batch", 0))
         partial = (float(state.get("epoch_loss", 0.0)), int(state.get("epoch_count", 0)))
@@ -282,12 +291,11 @@ def _train(data, config, resume, val_data, device, ranks) -> TrainResult:
                        out if ranks.leader else None, start, history, done, partial, stop, ranks)
 
 
-def _epoch_size(source, config: TrainConfig) -> int:
+def _epoch_size(positions: int | None) -> int:
     """The positions of one epoch, which a schedule followed by batch needs."""
-    size = len(source) if hasattr(source, "__len__") else 0
-    if size <= 0:
+    if not positions:
         raise ValueError("--lr-by-batch needs training data of a known size")
-    return size
+    return positions
 
 
 def _epochs(model, optimizer, scheduler, train_src, val_src, config, device, log, out, start, history, done,
@@ -300,13 +308,13 @@ def _epochs(model, optimizer, scheduler, train_src, val_src, config, device, log
         model.fake_quant = epoch > config.epochs - config.fake_quant_epochs
         model.train()
         (total, count), t0, saved = partial, time.perf_counter(), time.monotonic()
-        size = _epoch_size(train_src, config) if config.lr_by_batch else 0
+        positions = len(train_src) if hasattr(train_src, "__len__") else None
+        size = _epoch_size(positions) if config.lr_by_batch else 0
         if size:
             _set_batch_lr(optimizer, config, epoch, count, size)
         lr = optimizer.param_groups[0]["lr"]
-        bar = progress_bar(len(train_src) if hasattr(train_src, "__len__") else None,
-                           f"epoch {epoch}/{config.epochs}", "pos", enabled=config.progress and ranks.leader,
-                           leave=False)
+        bar = progress_bar(positions, f"epoch {epoch}/{config.epochs}", "pos",
+                           enabled=config.progress and ranks.leader, leave=False)
         bar.update(count)
         seen = 0
         for batch in _batches(train_src, config.batch_size, True, config.seed * 100003 + epoch, done, ranks):
