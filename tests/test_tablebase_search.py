@@ -80,16 +80,25 @@ def test_a_capture_into_the_tables_is_scored_by_them(searcher):
     assert infos[-1]["score"] >= TB_WIN - 10 or score_to_uci(infos[-1]["score"]).startswith("mate ")
 
 
+# Shallow enough that the search reaches no three-man position (a capture on each side) from CAPTURE_INTO_TABLES.
+PROBE_GATE_DEPTH = 4
+
+
 def test_probe_limit_and_depth_keep_the_tables_out(searcher, nnue_net):
     tables = Tablebases(str(require(TABLES)))
+    # With every table allowed, this search does probe (so the zero counts below say something).
+    searcher.set_tablebases(tables)
+    searcher.clear()
+    searcher.think(parse_fen(CAPTURE_INTO_TABLES), [], Limits(depth=PROBE_GATE_DEPTH))
+    assert searcher.tb_hits > 0
     plain = Searcher(nnue_net, 8)
-    want = plain.think(parse_fen(CAPTURE_INTO_TABLES), [], Limits(depth=5))
+    want = plain.think(parse_fen(CAPTURE_INTO_TABLES), [], Limits(depth=PROBE_GATE_DEPTH))
     for limit, depth in ((0, 1), (3, 1), (4, 99)):
         # SyzygyProbeLimit 0 turns probing off; 3 keeps the 4-man tables out; and 4 pieces probed only from
-        # depth 99 never are at depth 5 (the three-man positions the search reaches have no capture into them).
+        # depth 99 never are at this depth.
         searcher.set_tablebases(tables, probe_limit=limit, probe_depth=depth)
         searcher.clear()
-        best, _, lines = searcher.think(parse_fen(CAPTURE_INTO_TABLES), [], Limits(depth=5))
+        best, _, lines = searcher.think(parse_fen(CAPTURE_INTO_TABLES), [], Limits(depth=PROBE_GATE_DEPTH))
         assert searcher.tb_hits == 0
         assert (best, lines[0].score) == (want[0], want[2][0].score)
     searcher.set_tablebases(tables)

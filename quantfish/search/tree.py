@@ -50,6 +50,10 @@ DEEPER_PER_PLY = 12
 # check, it has none and counts as far): shallow checks are left to quiescence and LMR.
 CHECK_EXT_MIN_DEPTH = 10
 CHECK_EXT_MIN_EVAL = 83
+# Singular extension: tried from this depth, and from this much deeper at a PV node whose position was on a
+# principal variation before.
+SINGULAR_MIN_DEPTH = 4
+SINGULAR_PV_EXTRA_DEPTH = 2
 POLL_EVERY = 256      # nodes between looks at the clock (a power of two)
 NODE_LIMIT_EVERY = 1024
 
@@ -419,7 +423,8 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
     # move also beats beta (multi-cut) and the node fails high; when the table's score is above beta, the
     # table's move is reduced instead.
     tt_ext = 0
-    if (not root and excluded == 0 and depth >= 6 and ply < 2 * ctl.root_depth and tt_move != 0
+    singular_depth = SINGULAR_MIN_DEPTH + (SINGULAR_PV_EXTRA_DEPTH if pv_node and tt_pv else 0)
+    if (not root and excluded == 0 and depth >= singular_depth and ply < 2 * ctl.root_depth and tt_move != 0
             and (tt_bound & BOUND_LOWER) != 0
             and tt_depth >= depth - 3 and abs(tt_score) < MATE_IN_MAX):
         singular_beta = tt_score - 3 * depth
