@@ -28,8 +28,8 @@ from quantfish.core.types import (BISHOP, BLACK_PIECES, COLOUR_STRIDE, EMPTY, KN
 from quantfish.nnue.evaluator import evaluate, new_child, prefetch_cached
 from quantfish.runtime.intrinsics import borrowed, prefetch, state_ref
 from quantfish.runtime.jit import njit
-from quantfish.search.history import (reward_prior_quiet, update_capture_stats, update_quiet_histories,
-                                      update_quiet_stats)
+from quantfish.search.history import (history_bonus, reward_prior_quiet, update_capture_stats,
+                                      update_quiet_histories, update_quiet_stats)
 from quantfish.search.movepick import KILLER_SCORE, cont_rows, is_quiet, pick_move, score_moves
 from quantfish.search.rules import insufficient_material, is_repetition
 from quantfish.search.see import see_ge
@@ -334,7 +334,7 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
                     (tt_bound == BOUND_UPPER and tt_score <= alpha):
                 if tt_move != 0 and tt_score >= beta and is_quiet(board, tt_move):
                     r1, r2, r4 = cont_rows(S, ply)
-                    update_quiet_histories(S, side, board, tt_move, min(16 * depth * depth, 1200), r1, r2, r4)
+                    update_quiet_histories(S, side, board, tt_move, history_bonus(depth), r1, r2, r4)
                 return tt_score
     # Syzygy tables, right after a capture or pawn move: a win or loss the window cannot change, or a draw,
     # ends the node with the tables' bound (a win scores just below the mates). Otherwise, in a PV node, the
