@@ -54,6 +54,8 @@ CHECK_EXT_MIN_EVAL = 83
 # principal variation before.
 SINGULAR_MIN_DEPTH = 4
 SINGULAR_PV_EXTRA_DEPTH = 2
+# The singular bound: the table's score less this much a ply.
+SINGULAR_MARGIN = 3
 POLL_EVERY = 256      # nodes between looks at the clock (a power of two)
 NODE_LIMIT_EVERY = 1024
 
@@ -421,13 +423,16 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
     # score, searched at half depth, the table's move is extended. It runs here, before this ply's move list is
     # generated, because that search uses the same ply's rows. When even the bound is above beta, some other
     # move also beats beta (multi-cut) and the node fails high; when the table's score is above beta, the
-    # table's move is reduced instead.
+    # table's move is reduced by two plies instead, and by one when that score is at most alpha and the search's result.
+    # The bound is a ply's worth lower at a node that was on a principal variation but is not a PV node now.
+    # After a quiet singular move, the other moves are reduced a ply less.
     tt_ext = 0
+    singular_quiet = False
     singular_depth = SINGULAR_MIN_DEPTH + (SINGULAR_PV_EXTRA_DEPTH if pv_node and tt_pv else 0)
     if (not root and excluded == 0 and depth >= singular_depth and ply < 2 * ctl.root_depth and tt_move != 0
             and (tt_bound & BOUND_LOWER) != 0
             and tt_depth >= depth - 3 and abs(tt_score) < MATE_IN_MAX):
-        singular_beta = tt_score - 3 * depth
+        singular_beta = tt_score - (SINGULAR_MARGIN + (1 if tt_pv and not pv_node else 0)) * depth
         S.excluded[ply] = tt_move
         value = search(T, S, ply, (depth - 1) // 2, singular_beta - 1, singular_beta, cut_node)
         S.excluded[ply] = 0
@@ -437,9 +442,12 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
             # Far below the bound, outside PV nodes: extended twice, as long as the path has few such.
             tt_ext = 2 if (not pv_node and value < singular_beta - DOUBLE_EXT_MARGIN
                            and S.double_ext[ply - 1] <= DOUBLE_EXT_MAX) else 1
+            singular_quiet = is_quiet(board, tt_move)
         elif singular_beta >= beta:
             return singular_beta
         elif tt_score >= beta:
+            tt_ext = -2
+        elif tt_score <= alpha and tt_score <= value:
             tt_ext = -1
 
     moves = S.moves[ply]
@@ -518,6 +526,8 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
         if depth >= 3 and move_count > 1 + (1 if pv_node else 0) and (quiet or scores[i] < 0):
             r = _reduction(lmr, depth, move_count, pv_node, pv_line, improving, cut_node, gives_check, quiet,
                            scores[i])
+            if singular_quiet:
+                r -= 1
             d = max(1, min(new_depth - r, new_depth))
             score = -search(T, S, ply + 1, d, -alpha - 1, -alpha, np.int64(1))
             if score > alpha and d < new_depth:
