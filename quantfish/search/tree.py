@@ -423,9 +423,9 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
     # score, searched at half depth, the table's move is extended. It runs here, before this ply's move list is
     # generated, because that search uses the same ply's rows. When even the bound is above beta, some other
     # move also beats beta (multi-cut) and the node fails high; when the table's score is above beta, the
-    # table's move is reduced by two plies instead, and by one when that score is at most alpha and the search's result.
-    # The bound is a ply's worth lower at a node that was on a principal variation but is not a PV node now.
-    # After a quiet singular move, the other moves are reduced a ply less.
+    # table's move is reduced by two plies instead, and by one when that score is at most alpha and the search's
+    # result. The bound is a ply's margin lower at a node that was on a principal variation but is not a PV node
+    # now. After a quiet singular move, the other moves are reduced a ply less.
     tt_ext = 0
     singular_quiet = False
     singular_depth = SINGULAR_MIN_DEPTH + (SINGULAR_PV_EXTRA_DEPTH if pv_node and tt_pv else 0)
