@@ -523,7 +523,10 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
             ext = tt_ext
         new_depth = depth - 1 + ext
         _count_double_ext(S, ply, 1 if ext == 2 else 0)
-        if depth >= 3 and move_count > 1 + (1 if pv_node else 0) and (quiet or scores[i] < 0):
+        # Late-move reductions as Stockfish 15.1 gates them: from depth 2, after the first move (the first two at
+        # the root and its children on a PV), for quiets, losing captures, and any capture off principal variations.
+        if depth >= 2 and move_count > 1 + (1 if pv_node and ply <= 1 else 0) and (quiet or scores[i] < 0
+                                                                                    or not tt_pv):
             r = _reduction(lmr, depth, move_count, pv_node, pv_line, improving, cut_node, gives_check, quiet,
                            scores[i])
             if singular_quiet:
