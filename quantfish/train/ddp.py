@@ -63,8 +63,12 @@ def start(device: torch.device) -> Ranks:
     return ranks
 
 
-def stop() -> None:
+def stop(wait: bool = False) -> None:
+    """Leave the process group. ``wait`` (a run that ended normally): first meet every other rank, so that none
+    tears the group down while another is still in its last exchange (gloo then aborts that process)."""
     if dist.is_initialized():
+        if wait:
+            dist.barrier()
         dist.destroy_process_group()
 
 

@@ -250,10 +250,14 @@ def train(data, config: TrainConfig, resume=None, val_data=None) -> TrainResult:
         device = torch.device("cuda", ranks.local_rank)
         torch.cuda.set_device(device)
     try:
-        return _train(data, config, resume, val_data, device, ranks)
-    finally:
+        result = _train(data, config, resume, val_data, device, ranks)
+    except BaseException:
         if config.ddp:
             ddp.stop()
+        raise
+    if config.ddp:
+        ddp.stop(wait=True)
+    return result
 
 
 def _train(data, config, resume, val_data, device, ranks) -> TrainResult:
