@@ -479,6 +479,7 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
     # this depth: its late moves are reduced less.
     pv_line = tt_pv and not (pv_node and tt_move != 0 and (tt_bound & BOUND_UPPER) != 0 and tt_depth >= depth)
     info = check_info(T, bb, st)
+    r1, r2, r4 = cont_rows(S, ply)
     i = -1
     while True:
         i += 1
@@ -506,12 +507,19 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
         gives_check = gives_check_with(T, bb, board, st, m, info)
         if prune:
             if quiet and not gives_check:
-                if depth <= 7 and not in_check and ev + 110 + 140 * depth <= alpha and scores[i] < KILLER_SCORE:
+                # Stockfish 15.1's pruning of quiets, on the depth the reduction would leave the move: by its
+                # continuation histories, by futility of the static evaluation plus a history term, by exchange.
+                lmr_depth = max(depth - 1 - (np.int64(lmr[min(depth, 63), min(move_count, 63)])
+                                             + (0 if improving else 1)), 0)
+                k = board[move_from(m)] * SQUARE_NB + move_to(m)
+                cont = S.cont_history
+                hist = np.int64(cont[r1, k]) + np.int64(cont[r2, k]) + np.int64(cont[r4, k])
+                if lmr_depth < 5 and hist < -3875 * (depth - 1):
                     continue
-                # Histories say this move fails at shallow depth.
-                if depth <= 4 and scores[i] < -4000 * depth:
+                hist += 2 * np.int64(S.history[side, move_from(m) * SQUARE_NB + move_to(m)])
+                if not in_check and lmr_depth < 13 and evals[ply] + 106 + 145 * lmr_depth + hist // 52 <= alpha:
                     continue
-                if depth <= 7 and scores[i] < KILLER_SCORE and not see_ge(T, bb, board, side, m, -25 * depth * depth):
+                if not see_ge(T, bb, board, side, m, -24 * lmr_depth * lmr_depth - 15 * lmr_depth):
                     continue
             elif depth <= 6 and not see_ge(T, bb, board, side, m, -110 * depth):
                 continue
