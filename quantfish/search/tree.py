@@ -23,14 +23,14 @@ from quantfish.core.movegen import check_info, checkers, generate_legal_with, ge
 from quantfish.core.position import (MOVE_NULL, ST_CASTLE, ST_EP, ST_KEY, ST_RULE50, ST_SIDE, make_move,
                                      make_null_move, move_from, move_to)
 from quantfish.core.tables import OFF_ZEP, OFF_ZPIECE, OFF_ZSIDE
-from quantfish.core.types import (BISHOP, BLACK_PIECES, COLOUR_STRIDE, EMPTY, KNIGHT, NO_SQUARE, QUEEN, ROOK,
-                                  SQUARE_NB, WHITE, WHITE_PIECES, file_of)
+from quantfish.core.types import (BISHOP, BLACK_PIECES, COLOUR_STRIDE, EMPTY, KNIGHT, NO_PIECE_TYPE, NO_SQUARE, PAWN,
+                                  QUEEN, ROOK, SQUARE_NB, WHITE, WHITE_PIECES, file_of)
 from quantfish.nnue.evaluator import evaluate, new_child, prefetch_cached
 from quantfish.runtime.intrinsics import borrowed, prefetch, state_ref
 from quantfish.runtime.jit import njit
 from quantfish.search.history import (history_bonus, reward_prior_quiet, update_capture_stats,
                                       update_quiet_histories, update_quiet_stats)
-from quantfish.search.movepick import KILLER_SCORE, cont_rows, is_quiet, pick_move, score_moves
+from quantfish.search.movepick import KILLER_SCORE, captured_type, cont_rows, is_quiet, pick_move, score_moves
 from quantfish.search.rules import insufficient_material, is_repetition
 from quantfish.search.see import see_ge
 from quantfish.search.state import MAX_PLY
@@ -58,6 +58,22 @@ SINGULAR_PV_EXTRA_DEPTH = 2
 SINGULAR_MARGIN = 3
 POLL_EVERY = 256      # nodes between looks at the clock (a power of two)
 NODE_LIMIT_EVERY = 1024
+
+
+@njit(cache=True, nogil=True, inline="always")
+def victim_value_eg(piece_type):
+    """Stockfish 15.1's endgame value of a captured piece type, internal units (0 for none)."""
+    if piece_type == PAWN:
+        return 208
+    if piece_type == KNIGHT:
+        return 854
+    if piece_type == BISHOP:
+        return 915
+    if piece_type == ROOK:
+        return 1380
+    if piece_type == QUEEN:
+        return 2682
+    return 0
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -521,8 +537,20 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
                     continue
                 if not see_ge(T, bb, board, side, m, -24 * lmr_depth * lmr_depth - 15 * lmr_depth):
                     continue
-            elif depth <= 6 and not see_ge(T, bb, board, side, m, -110 * depth):
-                continue
+            else:
+                # Captures and checks, as Stockfish 15.1: futility of a capture on its reduced depth (the
+                # static evaluation, the victim's endgame value and the capture history), then the exchange
+                # test at every depth.
+                if not gives_check and not pv_node and not in_check:
+                    lmr_depth = max(depth - 1 - (np.int64(lmr[min(depth, 63), min(move_count, 63)])
+                                                 + (0 if improving else 1)), 0)
+                    victim = captured_type(board, m)
+                    if lmr_depth < 7 and victim != NO_PIECE_TYPE:
+                        history = S.capture_history[board[move_from(m)] * SQUARE_NB + move_to(m), victim]
+                        if evals[ply] + 180 + 201 * lmr_depth + victim_value_eg(victim) + history // 6 < alpha:
+                            continue
+                if not see_ge(T, bb, board, side, m, -110 * depth):
+                    continue
         nodes_before = ctl.nodes
         _do_move(T, S, ply, m)
         ext = 1 if (gives_check and ply < 2 * ctl.root_depth and depth >= CHECK_EXT_MIN_DEPTH
