@@ -211,6 +211,27 @@ def test_batch_features_match_active_features_order_free(sample):
             assert sorted(out[:k].tolist()) == rows[i, :k].tolist()
 
 
+def test_batch_features_are_the_same_on_two_threads_in_chunks(sample):
+    """A batch larger than a decoding chunk, shared between two threads, gives each record the features it has
+    alone."""
+    import numba
+    from quantfish.train.features import DECODE_CHUNK
+    _, _, records = sample
+    many = np.concatenate([records] * (2 * DECODE_CHUNK // len(records) + 2))
+    assert len(many) > 2 * DECODE_CHUNK
+    before = numba.get_num_threads()
+    numba.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
+    try:
+        batch = batch_features(many)
+    finally:
+        numba.set_num_threads(before)
+    alone = batch_features(records)
+    for field, whole in zip(batch._fields, batch):
+        part = getattr(alone, field)
+        for start in range(0, len(many) - len(records) + 1, len(records)):
+            assert np.array_equal(whole[start:start + len(records)], part), field
+
+
 def test_codec_pack_unpack_matches_mailbox(sample):
     from quantfish.nnue.pychess import mailbox
     boards, _, records = sample

@@ -11,7 +11,8 @@ from quantfish.core.fen import parse_fen# noqa: E402
 from quantfish.nnue import scales# noqa: E402
 from quantfish.train.distill import feature_rows# noqa: E402
 from quantfish.train.ftkernel import feature_transform, reference_transform# noqa: E402
-from quantfish.train.model import PAD, NnueModel# noqa: E402
+from quantfish.nnue.architecture import PS_NB  # noqa: E402
+from quantfish.train.model import PAD, VIRTUAL, NnueModel, fold_factoriser  # noqa: E402
 from quantfish.train.quanterror import compare# noqa: E402
 from quantfish.train.quantize import dequantise, quantise# noqa: E402
 from tests.testdata import NNUE_DATA, require  # noqa: E402
@@ -70,24 +71,25 @@ def test_sf15_float_forward_matches_integer_eval_per_bucket(sf_net, sf15_model, 
           f"own bucket {own_mae:.2f} ({own_mae * 100 / 361:.2f} cp) over {len(rows)} positions")
 
 
+@pytest.mark.parametrize("factoriser", [False, True])   # True: the folded table, virtual rows' gradients summed
 @pytest.mark.parametrize("threads", [1, 2])   # 2: the rows of the gradient table shared out between threads
 @pytest.mark.parametrize("l1", [96, 128])      # 96: the last column chunk of the backward pass is partial
-def test_feature_transform_kernel_matches_pytorch_formulation(l1, threads):
+def test_feature_transform_kernel_matches_pytorch_formulation(l1, threads, factoriser):
     import numba
     before = numba.get_num_threads()
     numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
     try:
-        _kernel_against_pytorch(l1)
+        _kernel_against_pytorch(l1, factoriser)
     finally:
         numba.set_num_threads(before)
 
 
-def _kernel_against_pytorch(l1):
+def _kernel_against_pytorch(l1, factoriser):
     arr = distill_set()
     wi = torch.as_tensor(arr.white_idx[:200]).long()
     bi = torch.as_tensor(arr.black_idx[:200]).long()
     gen = torch.Generator().manual_seed(1)
-    weight = torch.randn(PAD + 1, l1 + 8, generator=gen) * 0.1
+    weight = torch.randn(VIRTUAL + (PS_NB if factoriser else 0), l1 + 8, generator=gen) * 0.1
     weight[PAD] = 0
     weight.requires_grad_()
     bias = torch.full((l1,), 0.4, requires_grad=True)
@@ -95,11 +97,36 @@ def _kernel_against_pytorch(l1):
     results = []
     for fn in (feature_transform, reference_transform):
         weight.grad = bias.grad = None
-        x, p = fn(wi, bi, weight, bias, l1, PAD)
+        x, p = fn(wi, bi, weight, bias, l1, PAD, VIRTUAL if factoriser else 0)
         ((x * gx).sum() + (p * gp).sum()).backward()
         results.append((x.detach(), p.detach(), weight.grad.clone(), bias.grad.clone()))
+    if factoriser:      # the virtual rows take part: their gradient is not zero
+        assert results[1][2][VIRTUAL:].abs().sum() > 0
     for a, b in zip(*results):
         assert torch.allclose(a, b, atol=1e-4), (a - b).abs().max()
+
+
+@pytest.mark.parametrize("factoriser", [False, True])
+def test_clip_kernel_equals_the_pytorch_clip(factoriser):
+    """The compiled clip of the embedding table leaves the same weights, to the bit, as the PyTorch formulation
+    (which a GPU's table takes), with the factoriser's real rows moved so that real + virtual is in range."""
+    model = NnueModel(64, seed=4, factoriser=factoriser)
+    with torch.no_grad():
+        model.ft_weight.normal_(0.0, 1.0, generator=torch.Generator().manual_seed(5))
+        model.ft_weight[:, :64].mul_(scales.FT_WEIGHTS.clip_range[1] / 2)   # a real or its sum with its virtual row out
+        model.ft_weight[:, 64:].mul_(1e5)
+    lo, hi = scales.FT_WEIGHTS.clip_range
+    assert (model.ft_weight[:, :64] > hi).any()             # the clip has work to do
+    expected = model.ft_weight.detach().clone()
+    reference = NnueModel(64, seed=None, factoriser=factoriser)
+    with torch.no_grad():
+        reference.ft_weight.copy_(expected)
+        reference._clip_table_torch(lo, hi, *scales.FT_PSQT.clip_range)
+        model.clip_weights()
+    assert torch.equal(model.ft_weight, reference.ft_weight)
+    folded = fold_factoriser(model.ft_weight.detach())[:PAD]
+    assert folded[:, :64].max() <= hi and folded[:, :64].min() >= lo
+    assert not torch.equal(model.ft_weight.detach(), expected)
 
 
 def test_feature_transform_backward_runs_once():

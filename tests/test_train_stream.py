@@ -206,3 +206,13 @@ def test_ctrl_c_finishes_the_step_saves_and_resumes_exactly(shards, tmp_path, mo
     resumed = trainer.train(data, config(part, 2), resume=part / trainer.LAST).model
     for (name, a), b in zip(whole.state_dict().items(), resumed.state_dict().values()):
         assert torch.equal(a, b), name
+
+
+def test_the_speed_tool_times_steps_on_streamed_data(shards, capsys):
+    """`python -m quantfish.train.speed --data FILE --factoriser` trains on batches streamed from the files, and
+    refuses data too small for the steps asked."""
+    _torch()
+    from quantfish.train import speed
+    assert speed.measure(l1=64, batch_size=256, steps=2, factoriser=True, data=[str(p) for p in shards]) > 0
+    with pytest.raises(SystemExit, match="need"):
+        speed.measure(l1=64, batch_size=4096, steps=2, data=[str(shards[2])])

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
+from numba import prange
 
 from quantfish.nnue.architecture import MAX_ACTIVE, NUM_FEATURES
 from quantfish.nnue.features import active_features, king_square
@@ -46,22 +47,33 @@ def _sorted_row(row, n):
         row[i] = -1
 
 
-@njit(cache=True, nogil=True)
+DECODE_CHUNK = 1024     # records a thread decodes at a time
+
+
+@njit(cache=True, nogil=True, parallel=True)
 def fill_batch(data, white, black, count, stm, score, result):
-    """Fill the batch arrays from ``data`` (uint8[n, 32] records)."""
-    board = np.zeros(64, np.int8)
-    for i in range(data.shape[0]):
-        row = data[i]
-        unpack_board(row, board)
-        nw = active_features(0, king_square(board, 0), board, white[i])
-        nb = active_features(1, king_square(board, 1), board, black[i])
-        _sorted_row(white[i], nw)
-        _sorted_row(black[i], nb)
-        count[i] = nw
-        stm[i] = row[STM_AT]
-        # A raw-output label (internal units) is put in centipawns, the unit of search-score labels.
-        score[i] = record_score(row) * (100.0 / PAWN_VALUE_NORMALIZE) if is_raw_label(row) else record_score(row)
-        result[i] = 0.5 * record_result(row)
+    """Fill the batch arrays from ``data`` (uint8[n, 32] records), in chunks shared between Numba's threads
+    (one thread took 13.5 ms for a batch of 16384 on a 2-core Xeon, a tenth of a training step)."""
+    n = data.shape[0]
+    for c in prange((n + DECODE_CHUNK - 1) // DECODE_CHUNK):
+        board = np.zeros(64, np.int8)
+        for i in range(c * DECODE_CHUNK, min(n, (c + 1) * DECODE_CHUNK)):
+            _fill_one(data[i], board, white[i], black[i], count, stm, score, result, i)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _fill_one(row, board, white_row, black_row, count, stm, score, result, i):
+    """Record ``row`` into entry ``i`` of the batch arrays (``board`` is scratch)."""
+    unpack_board(row, board)
+    nw = active_features(0, king_square(board, 0), board, white_row)
+    nb = active_features(1, king_square(board, 1), board, black_row)
+    _sorted_row(white_row, nw)
+    _sorted_row(black_row, nb)
+    count[i] = nw
+    stm[i] = row[STM_AT]
+    # A raw-output label (internal units) is put in centipawns, the unit of search-score labels.
+    score[i] = record_score(row) * (100.0 / PAWN_VALUE_NORMALIZE) if is_raw_label(row) else record_score(row)
+    result[i] = 0.5 * record_result(row)
 
 
 def batch_features(records: np.ndarray) -> Batch:

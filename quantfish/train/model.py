@@ -28,7 +28,7 @@ from torch import nn
 
 from quantfish.nnue.architecture import FC0_OUT, FC1_OUT, LAYER_STACKS, NUM_FEATURES, PS_NB, PSQT_BUCKETS
 from quantfish.nnue import scales
-from quantfish.train.ftkernel import feature_transform
+from quantfish.train.ftkernel import clip_table, feature_transform
 
 SUPPORTED_L1 = (128, 256, 512, 1024)
 # Quantisation-aware training: "ste" rounds the weights to the format's grid (straight-through); "dorefa"
@@ -244,12 +244,10 @@ class NnueModel(nn.Module):
         ftw, ftb, w0, b0, w1, b1, w2, b2 = self._params()
         l1 = self.l1
 
-        if self.factoriser:         # each real feature also activates its (piece, square) row
-            wi = torch.cat([wi, torch.where(wi >= 0, VIRTUAL + wi % PS_NB, -1)], 1)
-            bi = torch.cat([bi, torch.where(bi >= 0, VIRTUAL + bi % PS_NB, -1)], 1)
         white_to_move = (stm == 0).unsqueeze(1)
+        # With the factoriser each real feature also activates its (piece, square) row.
         x, psqt_all = feature_transform(torch.where(white_to_move, wi, bi), torch.where(white_to_move, bi, wi),
-                                        ftw, ftb, l1, PAD)
+                                        ftw, ftb, l1, PAD, VIRTUAL if self.factoriser else 0)
         x = self._act(x)
         psqt = psqt_all.gather(1, bucket.unsqueeze(1)).squeeze(1)
 
@@ -280,16 +278,8 @@ class NnueModel(nn.Module):
         l1 = self.l1
         ft_lo, ft_hi = scales.FT_WEIGHTS.clip_range
         ps_lo, ps_hi = scales.FT_PSQT.clip_range
-        self.ft_weight[:, :l1].clamp_(ft_lo, ft_hi)
-        self.ft_weight[:, l1:].clamp_(ps_lo, ps_hi)
-        self.ft_weight[PAD].zero_()
-        if self.factoriser:
-            # What the export will hold is real + virtual: keep that sum in range by moving the real rows.
-            w = self.ft_weight
-            virtual = w[VIRTUAL:].repeat(NUM_FEATURES // PS_NB, 1)
-            lo = torch.tensor([ft_lo] * l1 + [ps_lo] * PSQT_BUCKETS, dtype=w.dtype, device=w.device)
-            hi = torch.tensor([ft_hi] * l1 + [ps_hi] * PSQT_BUCKETS, dtype=w.dtype, device=w.device)
-            w[:NUM_FEATURES] = torch.minimum(torch.maximum(w[:NUM_FEATURES] + virtual, lo), hi) - virtual
+        if not clip_table(self.ft_weight, l1, (ft_lo, ft_hi), (ps_lo, ps_hi), PAD, VIRTUAL if self.factoriser else 0):
+            self._clip_table_torch(ft_lo, ft_hi, ps_lo, ps_hi)
         dense = ((self.w0, scales.W0), (self.w1, scales.W1), (self.w2, scales.W2))
         biases = ((self.ft_bias, scales.FT_BIAS), (self.b0, scales.B0), (self.b1, scales.B1), (self.b2, scales.B2))
         if self.qat == "dorefa":        # tanh bounds the exported weights: the latent ones need no clip
@@ -299,6 +289,22 @@ class NnueModel(nn.Module):
             dense = ()
         for p, q in dense + biases:
             p.clamp_(*q.clip_range)
+
+    @torch.no_grad()
+    def _clip_table_torch(self, ft_lo, ft_hi, ps_lo, ps_hi) -> None:
+        """The embedding table's clip in PyTorch operations (a GPU's table; on the CPU a compiled kernel does
+        the same, ``ftkernel.clip_table``)."""
+        l1 = self.l1
+        w = self.ft_weight
+        w[:, :l1].clamp_(ft_lo, ft_hi)
+        w[:, l1:].clamp_(ps_lo, ps_hi)
+        w[PAD].zero_()
+        if self.factoriser:
+            # What the export will hold is real + virtual: keep that sum in range by moving the real rows.
+            virtual = w[VIRTUAL:].repeat(NUM_FEATURES // PS_NB, 1)
+            lo = torch.tensor([ft_lo] * l1 + [ps_lo] * PSQT_BUCKETS, dtype=w.dtype, device=w.device)
+            hi = torch.tensor([ft_hi] * l1 + [ps_hi] * PSQT_BUCKETS, dtype=w.dtype, device=w.device)
+            w[:NUM_FEATURES] = torch.minimum(torch.maximum(w[:NUM_FEATURES] + virtual, lo), hi) - virtual
 
     @torch.no_grad()
     def _clip_pact(self) -> None:
