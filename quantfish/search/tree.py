@@ -23,8 +23,8 @@ from quantfish.core.movegen import check_info, checkers, generate_legal_with, ge
 from quantfish.core.position import (MOVE_NULL, ST_CASTLE, ST_EP, ST_KEY, ST_RULE50, ST_SIDE, make_move,
                                      make_null_move, move_from, move_to)
 from quantfish.core.tables import OFF_ZEP, OFF_ZPIECE, OFF_ZSIDE
-from quantfish.core.types import (BISHOP, BLACK_PIECES, COLOUR_STRIDE, EMPTY, KNIGHT, NO_PIECE_TYPE, NO_SQUARE, PAWN,
-                                  QUEEN, ROOK, SQUARE_NB, WHITE, WHITE_PIECES, file_of)
+from quantfish.core.types import (BISHOP, BLACK_PIECES, COLOUR_STRIDE, EMPTY, KNIGHT, NO_PIECE_TYPE, NO_SQUARE, QUEEN,
+                                  ROOK, SQUARE_NB, WHITE, WHITE_PIECES, file_of)
 from quantfish.nnue.evaluator import evaluate, new_child, prefetch_cached
 from quantfish.runtime.intrinsics import borrowed, prefetch, state_ref
 from quantfish.runtime.jit import njit
@@ -60,20 +60,15 @@ POLL_EVERY = 256      # nodes between looks at the clock (a power of two)
 NODE_LIMIT_EVERY = 1024
 
 
+# Stockfish 15.1's endgame value of a captured piece, internal units, by piece type (none, pawn .. queen, king).
+VICTIM_VALUE_EG = (0, 208, 854, 915, 1380, 2682, 0)
+
+
 @njit(cache=True, nogil=True, inline="always")
-def victim_value_eg(piece_type):
-    """Stockfish 15.1's endgame value of a captured piece type, internal units (0 for none)."""
-    if piece_type == PAWN:
-        return 208
-    if piece_type == KNIGHT:
-        return 854
-    if piece_type == BISHOP:
-        return 915
-    if piece_type == ROOK:
-        return 1380
-    if piece_type == QUEEN:
-        return 2682
-    return 0
+def _lmr_depth(lmr, depth, move_count, improving):
+    """The depth a late move's reduced search would have (the table's reduction, a ply more when not
+    improving), which Stockfish 15.1's shallow pruning rules are measured on."""
+    return max(depth - 1 - (np.int64(lmr[min(depth, 63), min(move_count, 63)]) + (0 if improving else 1)), 0)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -525,8 +520,7 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
             if quiet and not gives_check:
                 # Stockfish 15.1's pruning of quiets, on the depth the reduction would leave the move: by its
                 # continuation histories, by futility of the static evaluation plus a history term, by exchange.
-                lmr_depth = max(depth - 1 - (np.int64(lmr[min(depth, 63), min(move_count, 63)])
-                                             + (0 if improving else 1)), 0)
+                lmr_depth = _lmr_depth(lmr, depth, move_count, improving)
                 k = board[move_from(m)] * SQUARE_NB + move_to(m)
                 cont = S.cont_history
                 hist = np.int64(cont[r1, k]) + np.int64(cont[r2, k]) + np.int64(cont[r4, k])
@@ -542,12 +536,11 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
                 # static evaluation, the victim's endgame value and the capture history), then the exchange
                 # test at every depth.
                 if not gives_check and not pv_node and not in_check:
-                    lmr_depth = max(depth - 1 - (np.int64(lmr[min(depth, 63), min(move_count, 63)])
-                                                 + (0 if improving else 1)), 0)
+                    lmr_depth = _lmr_depth(lmr, depth, move_count, improving)
                     victim = captured_type(board, m)
                     if lmr_depth < 7 and victim != NO_PIECE_TYPE:
                         history = S.capture_history[board[move_from(m)] * SQUARE_NB + move_to(m), victim]
-                        if evals[ply] + 180 + 201 * lmr_depth + victim_value_eg(victim) + history // 6 < alpha:
+                        if evals[ply] + 180 + 201 * lmr_depth + VICTIM_VALUE_EG[victim] + history // 6 < alpha:
                             continue
                 if not see_ge(T, bb, board, side, m, -110 * depth):
                     continue
