@@ -5,39 +5,70 @@ import time
 import pytest
 
 from quantfish.search.driver import Limits
-from quantfish.search.timeman import Clock, LagMeter, Progress
+from quantfish.search.timeman import Carry, Clock, LagMeter, Progress
 
 from tests.test_uci import Uci
 
 
-def budget(remaining, inc=0, movestogo=None, overhead=10):
+def budget(remaining, inc=0, movestogo=None, overhead=10, ply=0):
     clock = Clock.for_limits(Limits(wtime=remaining, btime=remaining, winc=inc, binc=inc, movestogo=movestogo),
-                             0, overhead)
-    return clock.soft * 1000, clock.hard * 1000
+                             0, overhead, ply=ply)
+    return clock.optimum * 1000, clock.hard * 1000
 
 
 @pytest.mark.parametrize("remaining", [0, 1, 5, 20, 50, 100, 300, 1000, 5000, 60000])
 @pytest.mark.parametrize("inc", [0, 10, 100, 1000])
 @pytest.mark.parametrize("movestogo", [None, 1, 2, 10, 40])
-def test_hard_limit_leaves_the_overhead_on_the_clock(remaining, inc, movestogo):
-    soft, hard = budget(remaining, inc, movestogo)
-    assert 0 <= soft <= hard
-    # At most 70% of what the clock holds after the overhead, whatever the increment; 1 ms at the least.
-    assert hard <= max(1.0, 0.7 * (remaining - 10)) + 1e-9
+@pytest.mark.parametrize("ply", [0, 40, 300])
+def test_hard_limit_leaves_the_overhead_on_the_clock(remaining, inc, movestogo, ply):
+    optimum, hard = budget(remaining, inc, movestogo, ply=ply)
+    assert 0 <= optimum <= hard
+    # At most 80% of the clock less the overhead, whatever the increment; 1 ms at the least.
+    assert hard <= max(1.0, 0.8 * remaining - 10) + 1e-9
+    # The target: a fifth of the clock at most in sudden death (1.12 times that with an increment).
+    assert optimum <= (0.2 * 1.12 if movestogo is None else 0.88) * remaining + 1e-9
+
+
+# Stockfish 15.1's budgets (timeman.cpp), worked out by hand: (remaining, inc, movestogo, ply) -> (optimum, hard).
+# 60000+0 at ply 0: pool 60000 - 10*52 = 59480, scale 0.0120 + 3^0.45 * 0.0039 = 0.018394, hard 4 optimum.
+# 5000+50 at ply 16: pool 5000 + 50*49 - 520 = 6930, scale (0.0120 + 19^0.45 * 0.0039) * 1.12 = 0.029873,
+# hard (4 + 16/12) optimum. 10000 in 20 moves at ply 30: pool 10000 - 10*22 = 9780, scale (0.88 + 30/116.4)/20
+# = 0.056890, hard (1.5 + 0.11*20) optimum.
+STOCKFISH_BUDGETS = [((60000, 0, None, 0), (1094.1, 4376.3)), ((5000, 50, None, 16), (207.0, 1104.2)),
+                     ((10000, 0, 20, 30), (556.4, 2058.6))]
+
+
+@pytest.mark.parametrize("limits, expected", STOCKFISH_BUDGETS)
+def test_the_budget_is_stockfish_15_1s(limits, expected):
+    remaining, inc, movestogo, ply = limits
+    optimum, hard = budget(remaining, inc, movestogo, ply=ply)
+    assert optimum == pytest.approx(expected[0], abs=0.5) and hard == pytest.approx(expected[1], abs=2)
+
+
+def test_pondering_spends_a_quarter_more_with_the_same_deadline():
+    limits = Limits(wtime=60000, btime=60000)
+    plain = Clock.for_limits(limits, 0, 10, ply=20)
+    ponder = Clock.for_limits(limits, 0, 10, ply=20, ponder=True)
+    assert ponder.optimum == pytest.approx(1.25 * plain.optimum) and ponder.hard == plain.hard
+
+
+def test_the_target_grows_as_the_game_goes_on():
+    targets = [budget(60000, ply=ply)[0] for ply in (0, 20, 40, 80)]
+    assert targets == sorted(targets) and targets[-1] > 1.5 * targets[0]
 
 
 def test_negative_clock_is_a_floor_budget():
-    soft, hard = budget(-500)
-    assert soft == 0 and hard == 1.0
+    optimum, hard = budget(-500)
+    assert optimum == 0 and hard == 1.0
 
 
 def simulate_sudden_death(base_ms, inc_ms, lag_ms, moves, spend):
-    """A game's clock for one side: each move spends ``spend(soft, hard)`` plus ``lag_ms`` the engine never
-    sees. Returns the least time left after any move."""
+    """A game's clock for one side from ply 16 on: each move spends ``spend(optimum, hard)`` plus ``lag_ms``
+    the engine never sees. Returns the least time left after any move."""
     remaining, least = base_ms, base_ms
-    for _ in range(moves):
-        soft, hard = budget(remaining, inc_ms)
-        remaining -= spend(soft, hard) + lag_ms
+    for move in range(moves):
+        optimum, hard = budget(remaining, inc_ms, ply=16 + 2 * move)
+        remaining -= spend(optimum, hard) + lag_ms
         least = min(least, remaining)
         remaining += inc_ms
     return least
@@ -45,18 +76,16 @@ def simulate_sudden_death(base_ms, inc_ms, lag_ms, moves, spend):
 
 @pytest.mark.parametrize("base_ms", [1000, 2000, 5000])
 def test_sudden_death_does_not_drain_the_clock(base_ms):
-    # 200 moves a side (the soak's 400-ply limit), each one far over its target (an iteration started just
-    # before the largest scaled target, 0.55 * MAX_FACTOR of soft, that lasts as long as all before it),
-    # 2 ms of unseen lag a move: the clock holds.
-    most = 2 * 0.55 * Progress.MAX_FACTOR
-    least = simulate_sudden_death(base_ms, 0, 2.0, 200, lambda soft, hard: min(most * soft, hard))
-    assert least > 0
+    # 200 moves a side (the soak's 400-ply limit), 2 ms of unseen lag a move, each move far over its target:
+    # an iteration that ends at twice the target scaled by the falling score and the stable move at their
+    # largest (1.5 * 1.98). The clock holds.
+    most = 2 * 1.5 * 1.98
+    assert simulate_sudden_death(base_ms, 0, 2.0, 200, lambda optimum, hard: min(most * optimum, hard)) > 0
 
 
 def test_hard_deadlines_every_move_still_keep_a_reserve_with_increment():
     # The worst case with an increment: every move runs to its hard deadline, lag half of Move Overhead.
-    least = simulate_sudden_death(1000, 10, 5.0, 300, lambda soft, hard: hard)
-    assert least > 0
+    assert simulate_sudden_death(1000, 10, 5.0, 300, lambda optimum, hard: hard) > 0
 
 
 def test_lag_meter_learns_what_the_gui_charges():
@@ -234,48 +263,86 @@ def test_move_overhead_is_kept_back(uci):
     uci.expect("readyok", timeout=300)
     uci.send("position startpos")
     spent, _ = timed_go(uci, "go wtime 1500 btime 1500")
-    assert spent < 0.7 * (1500 - 1000) + 100, spent      # hard limit: 70% of what the overhead leaves
+    assert spent < 0.8 * 1500 - 1000 + 100, spent      # hard limit: 80% of the clock less the overhead
     spent, _ = timed_go(uci, "go movetime 1400")
     assert spent < 1400 - 1000 + 100, spent
 
 
-def progress_after(iterations):
-    """``Progress`` fed (score, best-move changes, best move's nodes, nodes) per iteration, in pawns of 100."""
-    progress = Progress(pawn=100)
+def progress_after(iterations, carry=None):
+    """``Progress`` fed (depth, score, best move, best-move changes) per iteration; returns it."""
+    progress = Progress(carry)
     for it in iterations:
         progress.record(*it)
-    return progress.factor()
+    return progress
+
+
+def scale_after(iterations, carry=None):
+    return progress_after(iterations, carry if carry is not None else Carry(score=20, average=20.0)).scale()
+
+
+def steady(n, score=20, move=7, changes=0, first_depth=1):
+    return [(first_depth + k, score, move, changes) for k in range(n)]
 
 
 def test_a_changing_best_move_earns_time_and_a_settled_one_saves_it():
-    settled = progress_after([(20, 0, 600, 1000)] * 6)
-    changing = progress_after([(20, 0, 600, 1000)] * 5 + [(20, 2, 600, 1000)])
-    assert changing > 1.0 > settled
+    settled = scale_after(steady(6))
+    changing = scale_after(steady(5) + [(6, 20, 8, 2)])
+    assert changing > 2 * settled
     # Changes decay: the same two changes five iterations back count for much less.
-    earlier = progress_after([(20, 2, 600, 1000)] + [(20, 0, 600, 1000)] * 5)
+    earlier = scale_after([(1, 20, 7, 2)] + steady(5, first_depth=2))
     assert settled < earlier < changing
 
 
 def test_a_falling_score_earns_time_and_a_rising_one_saves_it():
-    level = progress_after([(20, 0, 600, 1000)] * 6)
-    falling = progress_after([(20, 0, 600, 1000)] * 5 + [(-40, 0, 600, 1000)])
-    rising = progress_after([(20, 0, 600, 1000)] * 5 + [(80, 0, 600, 1000)])
+    # The previous move's average was 60; this search has settled at 20, then drops to 0 or climbs to 30.
+    carry = Carry(score=60, average=60.0)
+    level = scale_after(steady(6), carry)
+    falling = scale_after(steady(5) + [(6, 0, 7, 0)], carry)
+    rising = scale_after(steady(5) + [(6, 30, 7, 0)], carry)
     assert rising < level < falling
+    # Stockfish's weights: 12 per unit below the previous move's average, 6 below the score 4 iterations ago.
+    assert falling / level == pytest.approx((71 + 12 * 60 + 6 * 20) / (71 + 12 * 40))
+    assert rising / level == pytest.approx((71 + 12 * 30 - 6 * 10) / (71 + 12 * 40))
 
 
-def test_a_dominant_best_move_saves_time():
-    shared = progress_after([(20, 1, 600, 1000)] * 6)
-    dominant = progress_after([(20, 1, 600, 1000)] * 5 + [(20, 1, 990, 1000)])
-    assert dominant < shared
+def test_the_first_move_of_a_game_is_as_long_as_a_falling_score():
+    assert scale_after(steady(3), Carry()) == pytest.approx(scale_after(steady(2) + [(3, -3000, 7, 0)]))
 
 
-@pytest.mark.parametrize("iterations", [[], [(0, 0, 0, 0)], [(0, 9, 1, 1)] * 9, [(30000, 0, 1, 1), (-30000, 40, 0, 5)]])
-def test_the_factor_stays_within_its_bounds(iterations):
-    assert Progress.MIN_FACTOR <= progress_after(iterations) <= Progress.MAX_FACTOR
+def test_a_move_best_for_ten_depths_saves_time_and_leaves_it_to_the_next_move():
+    young = progress_after(steady(10), Carry(score=20, average=20.0))
+    old = progress_after(steady(11), Carry(score=20, average=20.0))
+    assert old.scale() == pytest.approx(young.scale() * 0.65 / 1.37)
+    old.finish()
+    young.finish()
+    assert old.carry.reduction == 1.37 and young.carry.reduction == 0.65
+    assert old.carry.score == 20 and old.carry.average == pytest.approx(20.0)
+    # The move after a stable one may take more: (1.4 + 1.37) against (1.4 + 0.65).
+    after_stable = scale_after(steady(4), Carry(score=20, average=20.0, reduction=1.37))
+    after_unstable = scale_after(steady(4), Carry(score=20, average=20.0, reduction=0.65))
+    assert after_stable / after_unstable == pytest.approx(2.77 / 2.05)
 
 
-def test_the_clock_scales_its_target_by_the_factor():
-    clock = Clock(soft_ms=1000, hard_ms=5000, started_ns=time.monotonic_ns())
-    clock.started_ns -= int(0.7e9)        # 700 ms spent: past 0.55 of the target, inside 0.55 of twice it
-    assert not clock.should_continue(1.0)
-    assert clock.should_continue(2.0)
+def spent_clock(optimum_ms, spent_ms):
+    clock = Clock(optimum_ms=optimum_ms, hard_ms=10 * optimum_ms, started_ns=time.monotonic_ns())
+    clock.started_ns -= int(spent_ms * 1e6)
+    clock.budget_ns = clock.started_ns
+    return clock
+
+
+def test_the_search_stops_past_the_scaled_optimum_and_repeats_its_depth_past_half_of_it():
+    progress = progress_after(steady(6), Carry(score=20, average=20.0))
+    total = 1000 * progress.scale()
+    assert not progress.decide(spent_clock(1000, 1.05 * total))
+    assert progress.decide(spent_clock(1000, 0.4 * total)) and progress.increase
+    assert progress.decide(spent_clock(1000, 0.7 * total)) and not progress.increase
+    # Stockfish repeats one iteration at a time: the next goes deeper again.
+    assert progress.decide(spent_clock(1000, 0.8 * total)) and progress.increase
+    # No clock, or one without a target (movetime, infinite): never stopped here.
+    assert progress.decide(None) and progress.decide(Clock(None, 1000))
+
+
+def test_one_legal_move_takes_half_a_second_at_most():
+    progress = progress_after(steady(6), Carry(score=20, average=20.0))
+    assert progress.decide(spent_clock(100_000, 400), single_move=True)
+    assert not progress.decide(spent_clock(100_000, 600), single_move=True)

@@ -138,7 +138,7 @@ class Engine:
 
         with self._lock:
             searcher = self._live()
-            clock = Clock.for_limits(limits, pos.side, 0)
+            clock = Clock.for_limits(limits, pos.side, 0, ply=pos.game_ply)
             best, _, _ = searcher.think(pos, keys, limits, int(multipv), clock, on_info)
         if not best:                   # no legal move: python-chess's engines report mate 0 or cp 0
             score = chess.engine.Mate(0) if board.is_check() else chess.engine.Cp(0)

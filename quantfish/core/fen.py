@@ -38,6 +38,11 @@ class Board:
         return int(self.st[ST_FULLMOVE])
 
     @property
+    def game_ply(self):
+        """Half-moves since the game began, as the move number and the side to move say."""
+        return 2 * (self.fullmove - 1) + self.side
+
+    @property
     def chess960(self):
         return bool(self.st[ST_CHESS960])
 

@@ -21,7 +21,7 @@ from quantfish.search.values import INF, MATE, MATE_IN_MAX
 from quantfish.search.threads import Finished, HelperPool, vote
 from quantfish.search.state import HISTORY_KEYS, MAX_PLY, STACK, new_control, new_state
 from quantfish.core.tables import tables
-from quantfish.search.timeman import Progress
+from quantfish.search.timeman import Carry, Progress
 from quantfish.search.wdl import wdl, wdl_of_mate
 from quantfish.nnue.kernel import ceval, loader as ckernel
 from quantfish.nnue import evaluator, netdir
@@ -119,6 +119,7 @@ class Searcher:
         self.ctl = new_control()
         self._share = share
         self.pool = None
+        self.time_carry = Carry()    # what the last search of the game tells the time manager
         self.finished = None    # the last finished iteration (quantfish.search.threads.Finished), for the threads' vote
         # Syzygy tables (quantfish.tablebase.root), set by set_tablebases: ranked at the root in Python, probed in the
         # search through their compiled form (quantfish.tablebase.probe); the last search's root probe count and score.
@@ -286,6 +287,7 @@ class Searcher:
         self.S.counters[:] = 0
         self.S.killers[:] = 0
         self.S.eval_cache[:] = 0
+        self.time_carry = Carry()
         if self.pool:
             self.pool.clear()
 
@@ -355,9 +357,7 @@ class Searcher:
             alpha, beta = max(prev_score - delta, -INF), min(prev_score + delta, INF)
         delta = 30
         while True:
-            before = int(self.ctl["nodes"][0])
             score = int(search_root(self.T, self.S, depth, alpha, beta))
-            self._call_nodes = int(self.ctl["nodes"][0]) - before     # this thread's, as ``best_nodes``
             if self.stopped:
                 return score, False
             if score <= alpha:
@@ -435,9 +435,14 @@ class Searcher:
         self.finished = None
         lines = []
         best_move, ponder_move = root[0], None
-        progress = Progress(PAWN_VALUE_NORMALIZE)
+        progress = Progress(self.time_carry)
         prev_score = 0
-        for depth in range(1, max_depth + 1):
+        search_again = 0
+        for root_depth in range(1, max_depth + 1):
+            # Past half its time the time manager repeats the depth (about one deeper every four iterations).
+            if not progress.increase:
+                search_again += 1
+            depth = max(1, root_depth - 3 * (search_again + 1) // 4)
             new_lines = []
             excluded = []
             completed = True
@@ -457,8 +462,7 @@ class Searcher:
                 if not pv:
                     pv = [remaining[0]]
                 if k == 0:
-                    progress.record(score, int(self.ctl["best_changes"][0]), int(self.ctl["best_nodes"][0]),
-                                    self._call_nodes)
+                    progress.record(root_depth, score, pv[0], int(self.ctl["best_changes"][0]))
                 new_lines.append(Line(score, pv))
                 excluded.append(pv[0])
             if not completed and not new_lines:
@@ -472,14 +476,15 @@ class Searcher:
             ponder_move = lines[0].moves[1] if len(lines[0].moves) > 1 else None
             prev_score = lines[0].score
             if completed:
-                self.finished = Finished(depth, lines[0].score, lines[0].moves)
-            self._report(depth, lines, on_info, start)
+                self.finished = Finished(root_depth, lines[0].score, lines[0].moves)
+            self._report(root_depth, lines, on_info, start)
             if not completed or self.stopped:
                 break
             if limits.mate and lines[0].score >= MATE_IN_MAX and (MATE - lines[0].score + 1) // 2 <= limits.mate:
                 break
-            if clock is not None and not clock.should_continue(progress.factor()):
+            if not progress.decide(clock, len(root) == 1):
                 break
             if limits.nodes and self.nodes >= limits.nodes:
                 break
+        progress.finish()
         return best_move, ponder_move, lines

@@ -53,7 +53,6 @@ CONTROL = np.dtype([
     ("deadline", np.int64),      # stop when the clock (ns, quantfish.runtime.monoclock) passes this; 0 for none
     ("clock_id", np.int64),      # the clock_gettime clock the search reads (quantfish.runtime.monoclock.CLOCK_ID)
     ("best_changes", np.int64),  # times a root move other than the first became best (the driver resets it)
-    ("best_nodes", np.int64),    # nodes of the subtree of the root move that last became best
     ("tb_pieces", np.int64),     # Syzygy: probe positions of at most this many pieces (0: no tables)
     ("tb_depth", np.int64),      # ... and, with exactly that many, at this depth or deeper (SyzygyProbeDepth)
     ("tb_rule50", np.int64),     # 1: a cursed win or blessed loss counts as a draw (Syzygy50MoveRule)

@@ -544,7 +544,6 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
                             continue
                 if not see_ge(T, bb, board, side, m, -110 * depth):
                     continue
-        nodes_before = ctl.nodes
         _do_move(T, S, ply, m)
         ext = 1 if (gives_check and ply < 2 * ctl.root_depth and depth >= CHECK_EXT_MIN_DEPTH
                     and abs(evals[ply]) >= CHECK_EXT_MIN_EVAL) else 0
@@ -578,11 +577,8 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
             best = score
             if score > alpha:
                 best_move = m
-                if root:
-                    # For the time manager: how unsettled the root is, and how much the best move cost.
-                    ctl.best_nodes = ctl.nodes - nodes_before
-                    if move_count > 1:
-                        ctl.best_changes += 1
+                if root and move_count > 1:
+                    ctl.best_changes += 1      # for the time manager: how unsettled the root is
                 if pv_node:
                     _update_pv(pv, pv_len, ply, m)
                 if score >= beta:

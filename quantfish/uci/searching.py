@@ -54,7 +54,7 @@ class SearchThread:
             state.lag.before_search(state.game_id, state.ply, board.side, remaining, inc)
         self._started = received
         self.clock = Clock.for_limits(limits, board.side, state.lag.overhead(options.value("Move Overhead")),
-                                      received)
+                                      received, board.game_ply, options.value("Ponder"))
         self._clock_record = (state.game_id, state.ply, board.side, remaining, inc, limits.ponder)
         if self._thread is None:
             self._jobs = queue.SimpleQueue()
@@ -82,7 +82,7 @@ class SearchThread:
         from quantfish.search.timeman import Clock
         self.limits.ponder = False
         fresh = Clock.for_limits(self.limits, state.board.side, state.lag.overhead(options.value("Move Overhead")),
-                                 received)
+                                 received, state.board.game_ply, options.value("Ponder"))
         self.clock.rebase(fresh)
         state.searcher.arm(self.clock)
         self.pondering = False
@@ -105,10 +105,10 @@ class SearchThread:
         searcher = state.searcher
         chess960 = options.value("UCI_Chess960") or board.chess960
         show_wdl = options.value("UCI_ShowWDL")
-        game_ply = 2 * (board.fullmove - 1) + board.side
+        ply = board.game_ply
 
         def on_info(depth, seldepth, multipv, score, nodes, time_ms, nps, hashfull, tbhits, pv):
-            wdl = f" wdl {' '.join(map(str, score_to_wdl(score, game_ply)))}" if show_wdl else ""
+            wdl = f" wdl {' '.join(map(str, score_to_wdl(score, ply)))}" if show_wdl else ""
             self._send(f"info depth {depth} seldepth {seldepth} multipv {multipv} score {score_to_uci(score)}{wdl} "
                        f"nodes {nodes} nps {nps} hashfull {hashfull} tbhits {tbhits} time {time_ms} pv "
                        + " ".join(move_to_uci(m, chess960) for m in pv))
