@@ -117,3 +117,19 @@ def test_a_position_met_again_takes_the_nets_outputs_from_the_evaluation_cache(n
     searcher.clear()
     assert evaluate(ply) == expected
     assert computed[ply].all(), "clear() left the evaluation cache"
+
+
+# Stockfish 15.1's optimism, 118 s / (|s| + 169) truncated toward zero, worked out by hand for root scores s.
+OPTIMISM = [(0, 0), (300, 75), (-300, -75), (50, 26), (-1, 0), (-2, -1), (30000, 117)]
+
+
+@pytest.mark.parametrize("score, expected", OPTIMISM)
+@pytest.mark.parametrize("fen", [STARTING_FEN, "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1"])
+def test_optimism_is_set_for_the_root_side_from_its_score(nnue_net, score, expected, fen):
+    searcher = Searcher(nnue_net, 1)
+    board = parse_fen(fen)
+    searcher._setup(board, [])
+    assert searcher.ctl["optimism_w"][0] == 0 and searcher.ctl["optimism_b"][0] == 0
+    searcher._set_optimism(score)
+    us, them = ("optimism_w", "optimism_b") if board.side == 0 else ("optimism_b", "optimism_w")
+    assert searcher.ctl[us][0] == expected and searcher.ctl[them][0] == -expected

@@ -330,6 +330,8 @@ class Searcher:
             S.keys[:root_index] = np.array(game_keys, dtype=np.uint64)
         S.keys[root_index] = board_key(board)
         ctl["root_index"] = root_index
+        self._root_side = board.side
+        ctl["optimism_w"] = ctl["optimism_b"] = 0
         evaluator.new_root(S)
         if reset_stop:
             ctl["stop"] = 0
@@ -348,8 +350,19 @@ class Searcher:
         n = generate_legal(self.T, board.bb, board.board, board.st, moves)
         return [int(m) for m in moves[:n]]
 
+    def _set_optimism(self, score):
+        """Stockfish 15.1's optimism from the root's last score: 118 score / (|score| + 169), truncated, for the
+        side to move at the root and its negation for the other. The evaluation blends it in (more for a complex
+        position), so a side that is ahead plays on."""
+        us = 118 * score
+        opt = abs(us) // (abs(score) + 169) * (1 if us >= 0 else -1)
+        white = opt if self._root_side == 0 else -opt
+        self.ctl["optimism_w"], self.ctl["optimism_b"] = white, -white
+
     def _iteration(self, depth, prev_score, full_window):
         """Aspiration search around the previous score; returns (score, completed)."""
+        if depth >= 4:
+            self._set_optimism(prev_score)
         if full_window or depth < 4 or abs(prev_score) >= MATE_IN_MAX:
             alpha, beta = -INF, INF
         else:
