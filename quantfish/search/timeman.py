@@ -22,7 +22,7 @@ After each iteration ``Progress`` scales the optimum by what the iterations say 
 the score falls below the previous move's or the one of four iterations ago, more while the best move changes,
 less when it has held for ten depths (and carried from the previous move: a move that was quick because it was
 stable leaves some of that time to this one). The search stops once it has spent the scaled optimum; past 53% of
-it, the next iteration repeats about the same depth instead of going one deeper (``Progress.deeper``). One legal
+it, the next iteration repeats about the same depth instead of going one deeper (``Progress.increase``). One legal
 move gets at most half a second.
 
 ``movetime`` gives ``hard = movetime - overhead``. ``infinite`` and ``ponder`` have no limit until ``stop`` or
