@@ -1,7 +1,8 @@
 """The histories that order moves and scale reductions, and how a search result updates them.
 
-Every history entry moves towards +-16384 by a bonus, less the nearer it is (``gravity``), so it stays in an
-int16. A beta cutoff rewards the move that caused it and punishes the moves tried before it; a node where
+Every history entry moves towards its table's limit by a bonus, less the nearer it is (``gravity``), so it stays
+in an int16. The limits are Stockfish 15.1's: the butterfly history 7183, the capture history 10692, the
+continuation history 29952, so that the thresholds taken from Stockfish weigh the tables as there. A beta cutoff rewards the move that caused it and punishes the moves tried before it; a node where
 every move failed low rewards the opponent's quiet move that led to it.
 """
 from quantfish.core.position import MOVE_NULL, move_from, move_to
@@ -9,7 +10,9 @@ from quantfish.runtime.jit import njit
 from quantfish.core.types import SQUARE_NB
 from quantfish.search.movepick import captured_type, cont_row, cont_rows, is_quiet
 
-HISTORY_MAX = 16384
+BUTTERFLY_MAX = 7183
+CAPTURE_MAX = 10692
+CONTINUATION_MAX = 29952
 BONUS_QUADRATIC = 12
 BONUS_LINEAR = 282
 BONUS_OFFSET = 349
@@ -17,16 +20,16 @@ BONUS_MAX = 1594
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _gravity(table, row, col, bonus):
-    """Moves a history entry towards +-HISTORY_MAX by ``bonus``, less the nearer it is (so |h| <= HISTORY_MAX)."""
+def _gravity(table, row, col, bonus, limit):
+    """Moves a history entry towards +-limit by ``bonus``, less the nearer it is (so |h| <= limit)."""
     h = table[row, col]
-    table[row, col] = h + bonus - h * abs(bonus) // HISTORY_MAX
+    table[row, col] = h + bonus - h * abs(bonus) // limit
 
 
 @njit(cache=True, nogil=True, inline="always")
 def _update_capture_history(S, board, m, bonus):
     to = move_to(m)
-    _gravity(S.capture_history, board[move_from(m)] * SQUARE_NB + to, captured_type(board, m), bonus)
+    _gravity(S.capture_history, board[move_from(m)] * SQUARE_NB + to, captured_type(board, m), bonus, CAPTURE_MAX)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -35,7 +38,7 @@ def update_quiet_histories(S, side, board, m, bonus, r1, r2, r4):
     histories after the moves 1, 2 and 4 plies back (rows ``r1``, ``r2``, ``r4``; row 0 is left at 0)."""
     frm = move_from(m)
     to = move_to(m)
-    _gravity(S.history, side, frm * SQUARE_NB + to, bonus)
+    _gravity(S.history, side, frm * SQUARE_NB + to, bonus, BUTTERFLY_MAX)
     update_cont_histories(S, board[frm] * SQUARE_NB + to, bonus, r1, r2, r4)
 
 
@@ -44,11 +47,11 @@ def update_cont_histories(S, k, bonus, r1, r2, r4):
     """``bonus`` for column ``k`` (piece * 64 + to-square) of continuation-history rows ``r1``, ``r2``, ``r4``."""
     cont = S.cont_history
     if r1 != 0:
-        _gravity(cont, r1, k, bonus)
+        _gravity(cont, r1, k, bonus, CONTINUATION_MAX)
     if r2 != 0:
-        _gravity(cont, r2, k, bonus)
+        _gravity(cont, r2, k, bonus, CONTINUATION_MAX)
     if r4 != 0:
-        _gravity(cont, r4, k, bonus)
+        _gravity(cont, r4, k, bonus, CONTINUATION_MAX)
 
 
 @njit(cache=True, nogil=True, inline="always")

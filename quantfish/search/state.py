@@ -73,7 +73,7 @@ class SearchState(NamedTuple):
     pv_len: np.ndarray          # int64[STACK] end of the principal variation of each ply
     pv: np.ndarray              # int32[STACK, STACK] triangular principal-variation table
     killers: np.ndarray         # int32[STACK, 2] two killer moves per ply
-    history: np.ndarray         # int16[2, 4096] butterfly history per side, from*64 + to (|h| <= 16384)
+    history: np.ndarray         # int16[2, 4096] butterfly history per side, from*64 + to (|h| <= 7183)
     cont_history: np.ndarray    # int16[CONT_KEYS, CONT_KEYS] continuation history: [earlier move][this move],
                                 # each keyed by moved piece * 64 + to (row 0: no earlier move, never written)
     capture_history: np.ndarray # int16[CONT_KEYS, 8] capture history: [moved piece * 64 + to][captured type]
