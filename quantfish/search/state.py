@@ -30,7 +30,7 @@ MAX_PLY = 120                 # deepest ply the search reaches (then it returns 
 STACK = MAX_PLY + 8           # rows of every per-ply array
 HISTORY_KEYS = 1024           # game positions before the root kept for repetition detection
 TTE_SIZE = 6                  # a probed TT entry: (move, score, eval, depth, bound, PV flag)
-LMR_SIZE = 64                 # the reduction table is [depth][move number], both capped at 63
+REDUCTION_SIZE = 256          # the reduction factors are indexed by depth and by move number, each capped at 255
 CONT_KEYS = 16 * 64           # continuation-history keys: moved piece (0..15) * 64 + to-square
 # The net's outputs of this many positions (4 MB a thread, on huge pages: its entry is prefetched at every move
 # and read at random), quantfish.nnue.evaluator.evaluate.
@@ -57,6 +57,7 @@ CONTROL = np.dtype([
     ("tb_depth", np.int64),      # ... and, with exactly that many, at this depth or deeper (SyzygyProbeDepth)
     ("tb_rule50", np.int64),     # 1: a cursed win or blessed loss counts as a draw (Syzygy50MoveRule)
     ("tb_hits", np.int64),       # positions the tables decided in this search
+    ("root_delta", np.int64),    # the root's window width (beta - alpha) in this root search
 ])
 
 
@@ -89,7 +90,7 @@ class SearchState(NamedTuple):
     evals: np.ndarray           # int64[STACK] static evaluation at each ply (VALUE_NONE in check)
     quiets: np.ndarray          # int32[STACK, 64] quiet moves tried at each ply, for history maluses
     captures: np.ndarray        # int32[STACK, 32] captures and promotions tried at each ply, likewise
-    lmr: np.ndarray             # int8[LMR_SIZE, LMR_SIZE] late-move reductions by depth and move number (0..8)
+    lmr: np.ndarray             # int32[REDUCTION_SIZE] late-move reduction factors (``reduction_factors``)
     kf: tuple                   # quantfish.nnue.kernel.loader.KernelFuncs (placeholders of the same types on the Numba path)
     small_net: np.ndarray       # quantfish.nnue.netdir directory of a 17.1 pair's small net, else netdir.unused()
     small_computed: np.ndarray  # uint8[STACK, 2] the small net's computed flags (its moves are ``nn``'s)
@@ -106,12 +107,12 @@ class SearchState(NamedTuple):
     tap_rows: np.ndarray        # ... and their keys, fields and the net's raw output
 
 
-def lmr_table() -> np.ndarray:
-    """Late-move reductions in plies, growing with the logarithms of depth and move number."""
-    t = np.zeros((LMR_SIZE, LMR_SIZE), dtype=np.int8)   # small: the table stays in a few cache lines
-    for d in range(1, LMR_SIZE):
-        for m in range(1, LMR_SIZE):
-            t[d, m] = int(0.75 + math.log(d) * math.log(m) / 2.25)
+def reduction_factors() -> np.ndarray:
+    """Stockfish 15.1's late-move reduction factors, 20.26 ln i (its one-thread value); a move's reduction grows
+    with the product of its depth's and its move number's (quantfish.search.tree._base_reduction)."""
+    t = np.zeros(REDUCTION_SIZE, dtype=np.int32)
+    for i in range(1, REDUCTION_SIZE):
+        t[i] = int(20.26 * math.log(i))
     return t
 
 
@@ -135,7 +136,7 @@ def new_state(tt, ctl, nn, net, kf, small_net, small_computed, clock, cx, tb, ev
         ctl=ctl, nn=nn, net=net, tte=np.zeros((STACK, TTE_SIZE), np.int64),
         root_moves=np.zeros(MAX_MOVES, np.int32), evals=np.zeros(STACK, np.int64),
         quiets=np.zeros((STACK, 64), np.int32),
-        captures=np.zeros((STACK, 32), np.int32), lmr=lmr_table(), kf=kf,
+        captures=np.zeros((STACK, 32), np.int32), lmr=reduction_factors(), kf=kf,
         small_net=small_net, small_computed=small_computed, clock=clock, cx=cx, tb=tb, tb_scratch=new_scratch(),
         eval_cache=aligned_zeros((EVAL_CACHE_ENTRIES, 2), np.int64, 64), eval_mode=eval_mode, tap=tap[0],
         tap_boards=tap[1], tap_rows=tap[2])

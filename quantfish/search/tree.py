@@ -65,10 +65,19 @@ VICTIM_VALUE_EG = (0, 208, 854, 915, 1380, 2682, 0)
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _lmr_depth(lmr, depth, move_count, improving):
-    """The depth a late move's reduced search would have (the table's reduction, a ply more when not
-    improving), which Stockfish 15.1's shallow pruning rules are measured on."""
-    return max(depth - 1 - (np.int64(lmr[min(depth, 63), min(move_count, 63)]) + (0 if improving else 1)), 0)
+def _base_reduction(lmr, depth, move_count, improving, delta, root_delta):
+    """Stockfish 15.1's late-move reduction before its adjustments: the product of the depth's and the move
+    number's factors (in 1/1024 plies), less when this node's window ``delta`` is as wide as the root's (a PV
+    node whose alpha has not risen), and a ply more for a large product when not improving."""
+    r = np.int64(lmr[min(depth, 255)]) * np.int64(lmr[min(move_count, 255)])
+    return (r + 1642 - delta * 1024 // root_delta) // 1024 + (1 if not improving and r > 916 else 0)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _lmr_depth(lmr, depth, move_count, improving, delta, root_delta):
+    """The depth a late move's reduced search would have before its adjustments, which Stockfish 15.1's shallow
+    pruning rules are measured on."""
+    return max(depth - 1 - _base_reduction(lmr, depth, move_count, improving, delta, root_delta), 0)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -161,18 +170,15 @@ def _null_move_reduction(depth, ev, beta):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _reduction(lmr, depth, move_count, pv_node, pv_line, improving, cut_node, gives_check, quiet, score):
-    """Late-move reduction of a move with ordering ``score``: the table's, less for PV nodes, for positions
-    that are or were on a principal variation (``pv_line``, unless the node is likely to fail low), checks,
-    killers/counter-moves and good histories (butterfly and continuation, as ``score_moves`` sums them), more
-    when not improving and at expected cut nodes."""
-    r = np.int64(lmr[min(depth, 63), min(move_count, 63)])
+def _reduction(r, pv_node, pv_line, cut_node, gives_check, quiet, score):
+    """Late-move reduction of a move with ordering ``score`` from its base ``r`` (``_base_reduction``): less for
+    PV nodes, for positions that are or were on a principal variation (``pv_line``, unless the node is likely
+    to fail low), checks, killers/counter-moves and good histories (butterfly and continuation, as
+    ``score_moves`` sums them), more at expected cut nodes."""
     if pv_node:
         r -= 1
     if pv_line:
         r -= 1
-    if not improving:
-        r += 1
     if cut_node == 1:
         r += 1
     if gives_check:
@@ -322,6 +328,8 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
         beta = min(beta, MATE - ply - 1)
         if alpha >= beta:
             return alpha
+    else:
+        ctl.root_delta = beta - alpha
 
     # A singular-extension search of this node leaves out ``excluded``: its result is not the node's, so it
     # neither takes nor stores a table cutoff, and does not try a null move.
@@ -485,6 +493,7 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
     best_move = 0
     move_count = 0
     lmr = S.lmr
+    root_delta = ctl.root_delta
     lmp_limit = (3 + depth * depth) // (1 if improving else 2)
     # On a principal variation now or before, and not a PV node whose table entry already failed low at
     # this depth: its late moves are reduced less.
@@ -520,7 +529,7 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
             if quiet and not gives_check:
                 # Stockfish 15.1's pruning of quiets, on the depth the reduction would leave the move: by its
                 # continuation histories, by futility of the static evaluation plus a history term, by exchange.
-                lmr_depth = _lmr_depth(lmr, depth, move_count, improving)
+                lmr_depth = _lmr_depth(lmr, depth, move_count, improving, beta - alpha, root_delta)
                 k = board[move_from(m)] * SQUARE_NB + move_to(m)
                 cont = S.cont_history
                 hist = np.int64(cont[r1, k]) + np.int64(cont[r2, k]) + np.int64(cont[r4, k])
@@ -536,7 +545,7 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
                 # static evaluation, the victim's endgame value and the capture history), then the exchange
                 # test at every depth.
                 if not gives_check and not pv_node and not in_check:
-                    lmr_depth = _lmr_depth(lmr, depth, move_count, improving)
+                    lmr_depth = _lmr_depth(lmr, depth, move_count, improving, beta - alpha, root_delta)
                     victim = captured_type(board, m)
                     if lmr_depth < 7 and victim != NO_PIECE_TYPE:
                         history = S.capture_history[board[move_from(m)] * SQUARE_NB + move_to(m), victim]
@@ -555,8 +564,8 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
         # the root and its children on a PV), for quiets, losing captures, and any capture off principal variations.
         if depth >= 2 and move_count > 1 + (1 if pv_node and ply <= 1 else 0) and (quiet or scores[i] < 0
                                                                                     or not tt_pv):
-            r = _reduction(lmr, depth, move_count, pv_node, pv_line, improving, cut_node, gives_check, quiet,
-                           scores[i])
+            r = _reduction(_base_reduction(lmr, depth, move_count, improving, beta - alpha, root_delta),
+                           pv_node, pv_line, cut_node, gives_check, quiet, scores[i])
             if singular_quiet:
                 r -= 1
             d = max(1, min(new_depth - r, new_depth))
