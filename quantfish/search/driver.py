@@ -284,6 +284,8 @@ class Searcher:
         self.S.history[:] = 0
         self.S.cont_history[:] = 0
         self.S.capture_history[:] = 0
+        for table in (self.S.corr_pawn, self.S.corr_minor, self.S.corr_non_pawn, self.S.corr_cont):
+            table[:] = 0
         self.S.counters[:] = 0
         self.S.killers[:] = 0
         self.S.eval_cache[:] = 0

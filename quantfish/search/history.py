@@ -20,7 +20,7 @@ BONUS_MAX = 1594
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _gravity(table, row, col, bonus, limit):
+def gravity(table, row, col, bonus, limit):
     """Moves a history entry towards +-limit by ``bonus``, less the nearer it is (so |h| <= limit)."""
     h = table[row, col]
     table[row, col] = h + bonus - h * abs(bonus) // limit
@@ -29,7 +29,7 @@ def _gravity(table, row, col, bonus, limit):
 @njit(cache=True, nogil=True, inline="always")
 def _update_capture_history(S, board, m, bonus):
     to = move_to(m)
-    _gravity(S.capture_history, board[move_from(m)] * SQUARE_NB + to, captured_type(board, m), bonus, CAPTURE_MAX)
+    gravity(S.capture_history, board[move_from(m)] * SQUARE_NB + to, captured_type(board, m), bonus, CAPTURE_MAX)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -38,7 +38,7 @@ def update_quiet_histories(S, side, board, m, bonus, r1, r2, r4):
     histories after the moves 1, 2 and 4 plies back (rows ``r1``, ``r2``, ``r4``; row 0 is left at 0)."""
     frm = move_from(m)
     to = move_to(m)
-    _gravity(S.history, side, frm * SQUARE_NB + to, bonus, BUTTERFLY_MAX)
+    gravity(S.history, side, frm * SQUARE_NB + to, bonus, BUTTERFLY_MAX)
     update_cont_histories(S, board[frm] * SQUARE_NB + to, bonus, r1, r2, r4)
 
 
@@ -47,11 +47,11 @@ def update_cont_histories(S, k, bonus, r1, r2, r4):
     """``bonus`` for column ``k`` (piece * 64 + to-square) of continuation-history rows ``r1``, ``r2``, ``r4``."""
     cont = S.cont_history
     if r1 != 0:
-        _gravity(cont, r1, k, bonus, CONTINUATION_MAX)
+        gravity(cont, r1, k, bonus, CONTINUATION_MAX)
     if r2 != 0:
-        _gravity(cont, r2, k, bonus, CONTINUATION_MAX)
+        gravity(cont, r2, k, bonus, CONTINUATION_MAX)
     if r4 != 0:
-        _gravity(cont, r4, k, bonus, CONTINUATION_MAX)
+        gravity(cont, r4, k, bonus, CONTINUATION_MAX)
 
 
 @njit(cache=True, nogil=True, inline="always")

@@ -32,6 +32,7 @@ HISTORY_KEYS = 1024           # game positions before the root kept for repetiti
 TTE_SIZE = 6                  # a probed TT entry: (move, score, eval, depth, bound, PV flag)
 REDUCTION_SIZE = 256          # the reduction factors are indexed by depth and by move number, each capped at 255
 CONT_KEYS = 16 * 64           # continuation-history keys: moved piece (0..15) * 64 + to-square
+CORRECTION_BITS = 15          # the correction histories have 2**15 rows a side (as Stockfish 17.1's)
 # The net's outputs of this many positions (4 MB a thread, on huge pages: its entry is prefetched at every move
 # and read at random), quantfish.nnue.evaluator.evaluate.
 EVAL_CACHE_ENTRIES = 1 << 18
@@ -105,6 +106,11 @@ class SearchState(NamedTuple):
     tap: np.ndarray             # the evaluation tap (quantfish.nnue.evaluator.new_tap): settings and count,
     tap_boards: np.ndarray      # ... the positions it kept,
     tap_rows: np.ndarray        # ... and their keys, fields and the net's raw output
+    corr_pawn: np.ndarray       # int16[2, 2**CORRECTION_BITS] correction histories (quantfish.search.correction):
+                                # [side to move][pawn structure],
+    corr_minor: np.ndarray      # int16[2, 2**CORRECTION_BITS] ... [side to move][knights and bishops],
+    corr_non_pawn: np.ndarray   # int16[4, 2**CORRECTION_BITS] ... [colour * 2 + side to move][colour's other pieces],
+    corr_cont: np.ndarray       # int16[CONT_KEYS, CONT_KEYS] ... [move two plies back][move one ply back]
 
 
 def reduction_factors() -> np.ndarray:
@@ -139,4 +145,7 @@ def new_state(tt, ctl, nn, net, kf, small_net, small_computed, clock, cx, tb, ev
         captures=np.zeros((STACK, 32), np.int32), lmr=reduction_factors(), kf=kf,
         small_net=small_net, small_computed=small_computed, clock=clock, cx=cx, tb=tb, tb_scratch=new_scratch(),
         eval_cache=aligned_zeros((EVAL_CACHE_ENTRIES, 2), np.int64, 64), eval_mode=eval_mode, tap=tap[0],
-        tap_boards=tap[1], tap_rows=tap[2])
+        tap_boards=tap[1], tap_rows=tap[2], corr_pawn=np.zeros((2, 1 << CORRECTION_BITS), np.int16),
+        corr_minor=np.zeros((2, 1 << CORRECTION_BITS), np.int16),
+        corr_non_pawn=np.zeros((4, 1 << CORRECTION_BITS), np.int16),
+        corr_cont=aligned_zeros((CONT_KEYS, CONT_KEYS), np.int16, 64))

@@ -28,6 +28,7 @@ from quantfish.core.types import (BISHOP, BLACK_PIECES, COLOUR_STRIDE, EMPTY, KN
 from quantfish.nnue.evaluator import evaluate, new_child, prefetch_cached
 from quantfish.runtime.intrinsics import borrowed, prefetch, state_ref
 from quantfish.runtime.jit import njit
+from quantfish.search.correction import corrected, rows, update_correction
 from quantfish.search.history import (history_bonus, reward_prior_quiet, update_capture_stats,
                                       update_quiet_histories, update_quiet_stats)
 from quantfish.search.movepick import KILLER_SCORE, captured_type, cont_rows, is_quiet, pick_move, score_moves
@@ -257,7 +258,7 @@ def qsearch(T, S, ply, alpha, beta):
         raw_eval = tte[2] if tt_hit else 0
         if raw_eval == 0:
             raw_eval = evaluate(S, ply, bb, board, st, _optimism(ctl, side))
-        stand = raw_eval
+        stand = corrected(S, side, rows(S, ply, bb), raw_eval)
         if tt_hit and abs(s) < MATE_IN_MAX and ((b == BOUND_LOWER and s > stand) or (b == BOUND_UPPER and s < stand)):
             stand = s
         if stand >= beta:
@@ -394,22 +395,28 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
         if not ok:
             tt_move = 0
 
+    # The static evaluation: the net's output (``raw_eval``, what the table keeps; 0 for none) with the
+    # correction histories' entries for its parts added (``evals[ply]``, what the rules read).
     evals = S.evals
+    raw_eval = 0
+    corr_rows = rows(S, ply, bb)
     if in_check:
         ev = -INF
         evals[ply] = VALUE_NONE
         improving = False
     else:
         if tt_hit and tt_eval != VALUE_NONE and tt_eval != 0:
-            ev = tt_eval
+            raw_eval = tt_eval
+            ev = corrected(S, side, corr_rows, raw_eval)
         elif ply > 0 and S.cur_move[ply - 1] == MOVE_NULL and evals[ply - 1] != VALUE_NONE:
             ev = -evals[ply - 1]     # after a null move: the position is the parent's with the other side to move
         else:
-            ev = evaluate(S, ply, bb, board, st, _optimism(ctl, side))
+            raw_eval = evaluate(S, ply, bb, board, st, _optimism(ctl, side))
+            ev = corrected(S, side, corr_rows, raw_eval)
             if not tt_hit and excluded == 0:
                 # Kept at once, under no bound and the least depth, so that a transposition met before this node
                 # is searched (or when its search is cut short) takes the evaluation instead of the net's work.
-                tt_store(S.tt, key, 0, VALUE_NONE, ev, -1, TT_PV if tt_pv else 0, ctl.tt_gen)
+                tt_store(S.tt, key, 0, VALUE_NONE, raw_eval, -1, TT_PV if tt_pv else 0, ctl.tt_gen)
         evals[ply] = ev
         # A TT score is a better estimate than the static eval when its bound allows.
         if tt_hit and tt_score != VALUE_NONE and abs(tt_score) < MATE_IN_MAX and \
@@ -614,8 +621,11 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
     best = min(best, tb_cap)
     if excluded == 0:
         bound = BOUND_LOWER if best >= beta else (BOUND_EXACT if pv_node and best_move != 0 else BOUND_UPPER)
-        tt_store(S.tt, key, best_move, score_to_tt(best, ply), evals[ply] if not in_check else 0,
+        tt_store(S.tt, key, best_move, score_to_tt(best, ply), raw_eval,
                  depth, bound | (TT_PV if tt_pv else 0), ctl.tt_gen)
+    if not in_check:
+        update_correction(S, side, corr_rows, best, evals[ply], depth,
+                          best_move != 0 and captured_type(board, best_move) != NO_PIECE_TYPE, best_move != 0, beta)
     return best
 
 
