@@ -1,13 +1,18 @@
 """Move ordering: each move's score, and picking the best remaining move one at a time.
 
 The table's move comes first, then winning captures (by victim and capture history), the killers and the
-counter-move, quiet moves by their histories (butterfly and continuation), losing captures, under-promotions.
-A capture is scored as winning until it is picked: only then is its exchange tested (``pick_move``).
+counter-move, quiet moves by their histories (butterfly and continuation) and, out of check, by what they do
+(``quiet_bonus``: a piece escaping an attack by a lesser piece, a move to a square that checks), losing
+captures, under-promotions. A capture is scored as winning until it is picked: only then is its exchange tested
+(``pick_move``).
 """
 import numpy as np
 
+from quantfish.core.attacks import bishop_attacks, knight_attacks, rook_attacks
+from quantfish.core.bitops import U0, bit, lsb, pop_lsb
 from quantfish.core.position import MOVE_CASTLE, MOVE_EP, MOVE_NULL, MOVE_PROMO_SHIFT, move_from, move_promo, move_to
-from quantfish.core.types import EMPTY, NO_PIECE_TYPE, PAWN, QUEEN, SQUARE_NB, TYPE_MASK, type_of
+from quantfish.core.types import (BISHOP, BLACK_PIECES, COLOUR_STRIDE, EMPTY, KNIGHT, NO_PIECE_TYPE, PAWN, QUEEN,
+                                  ROOK, SQUARE_NB, TYPE_MASK, WHITE, WHITE_PIECES, type_of)
 from quantfish.runtime.jit import njit
 from quantfish.search.see import see_ge, see_value
 
@@ -17,6 +22,87 @@ CAPTURE_SPAN = 1 << 24     # more than a capture's victim and capture-history te
 KILLER_SCORE = 1 << 27     # the counter-move; + 1 and + 2 for the killers. Quiet histories stay below it.
 UNDER_PROMOTION = -(1 << 29)
 PROMOTION_BITS = TYPE_MASK << MOVE_PROMO_SHIFT   # a move's promotion field
+
+# Stockfish 15.1's ordering bonuses of a quiet move: a queen, rook or minor piece attacked by a lesser piece
+# moving to a square no lesser piece attacks, and a move to a square from which the piece checks.
+ESCAPE_QUEEN = 50000
+ESCAPE_ROOK = 25000
+ESCAPE_MINOR = 15000
+CHECK_SQUARE = 16384
+NO_THREATS = (U0, U0, U0, U0)
+NO_CHECK_INFO = (U0, U0, U0, U0, U0)
+
+_NOT_FILE_A = np.uint64(0xFEFEFEFEFEFEFEFE)
+_NOT_FILE_H = np.uint64(0x7F7F7F7F7F7F7F7F)
+_SHIFT_7 = np.uint64(7)
+_SHIFT_9 = np.uint64(9)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def threats(T, bb, side):
+    """What the opponent of ``side`` attacks: (squares its pawns attack, those its pawns or minor pieces attack,
+    those its pawns, minor pieces or rooks attack, ``side``'s queens, rooks and minor pieces attacked by a
+    lesser piece)."""
+    them = (1 - side) * COLOUR_STRIDE
+    us = side * COLOUR_STRIDE
+    occ = bb[WHITE_PIECES] | bb[BLACK_PIECES]
+    pawns = bb[them + PAWN]
+    if side == WHITE:      # black pawns attack downwards
+        by_pawn = ((pawns & _NOT_FILE_A) >> _SHIFT_9) | ((pawns & _NOT_FILE_H) >> _SHIFT_7)
+    else:
+        by_pawn = ((pawns & _NOT_FILE_A) << _SHIFT_7) | ((pawns & _NOT_FILE_H) << _SHIFT_9)
+    by_minor = by_pawn
+    pieces = bb[them + KNIGHT]
+    while pieces:
+        by_minor |= knight_attacks(T, lsb(pieces))
+        pieces = pop_lsb(pieces)
+    pieces = bb[them + BISHOP]
+    while pieces:
+        by_minor |= bishop_attacks(T, lsb(pieces), occ)
+        pieces = pop_lsb(pieces)
+    by_rook = by_minor
+    pieces = bb[them + ROOK]
+    while pieces:
+        by_rook |= rook_attacks(T, lsb(pieces), occ)
+        pieces = pop_lsb(pieces)
+    threatened = ((bb[us + QUEEN] & by_rook) | (bb[us + ROOK] & by_minor)
+                  | ((bb[us + KNIGHT] | bb[us + BISHOP]) & by_pawn))
+    return by_pawn, by_minor, by_rook, threatened
+
+
+@njit(cache=True, nogil=True, inline="always")
+def quiet_bonus(board, m, threat, info):
+    """The part of quiet move ``m``'s score that is not history: escaping an attack by a lesser piece to a
+    square that lesser pieces do not attack (``threat`` from ``threats``), and landing where the piece checks
+    (``info`` from ``quantfish.core.movegen.check_info``)."""
+    frm = move_from(m)
+    to = move_to(m)
+    pt = type_of(board[frm])
+    target = bit(to)
+    bonus = 0
+    by_pawn, by_minor, by_rook, threatened = threat
+    if threatened & bit(frm):
+        if pt == QUEEN and not (by_rook & target):
+            bonus = ESCAPE_QUEEN
+        elif pt == ROOK and not (by_minor & target):
+            bonus = ESCAPE_ROOK
+        elif not (by_pawn & target):
+            bonus = ESCAPE_MINOR
+    if pt == PAWN:
+        checks = info[0]
+    elif pt == KNIGHT:
+        checks = info[1]
+    elif pt == BISHOP:
+        checks = info[2]
+    elif pt == ROOK:
+        checks = info[3]
+    elif pt == QUEEN:
+        checks = info[2] | info[3]
+    else:
+        checks = U0
+    if checks & target:
+        bonus += CHECK_SQUARE
+    return bonus
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -49,8 +135,9 @@ def captured_type(board, m):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def score_moves(T, S, ply, n, tt_move, bb, board, side, prev_move):
-    """The ordering score of each of the ``n`` moves of ``ply`` (see the module docstring)."""
+def score_moves(T, S, ply, n, tt_move, bb, board, side, prev_move, threat, info):
+    """The ordering score of each of the ``n`` moves of ``ply`` (see the module docstring); quiet moves get
+    ``quiet_bonus`` from ``threat`` and ``info`` (``NO_THREATS`` and ``NO_CHECK_INFO`` give none)."""
     moves = S.moves[ply]
     scores = S.scores[ply]
     killers = S.killers
@@ -85,7 +172,8 @@ def score_moves(T, S, ply, n, tt_move, bb, board, side, prev_move):
             scores[i] = KILLER_SCORE
         else:
             k = board[frm] * SQUARE_NB + to
-            scores[i] = 2 * history[side, frm * SQUARE_NB + to] + 2 * cont[r1, k] + cont[r2, k] + cont[r4, k]
+            scores[i] = (2 * history[side, frm * SQUARE_NB + to] + 2 * cont[r1, k] + cont[r2, k] + cont[r4, k]
+                         + quiet_bonus(board, m, threat, info))
 
 
 @njit(cache=True, nogil=True, inline="always")

@@ -31,7 +31,8 @@ from quantfish.runtime.jit import njit
 from quantfish.search.correction import corrected, rows, update_correction
 from quantfish.search.history import (history_bonus, reward_prior_quiet, update_capture_stats,
                                       update_quiet_histories, update_quiet_stats)
-from quantfish.search.movepick import KILLER_SCORE, captured_type, cont_rows, is_quiet, pick_move, score_moves
+from quantfish.search.movepick import (KILLER_SCORE, NO_CHECK_INFO, NO_THREATS, captured_type, cont_rows, is_quiet,
+                                      pick_move, quiet_bonus, score_moves, threats)
 from quantfish.search.rules import insufficient_material, is_repetition
 from quantfish.search.see import see_ge
 from quantfish.search.state import MAX_PLY
@@ -274,7 +275,8 @@ def qsearch(T, S, ply, alpha, beta):
     k = generate_tactical_with(T, bb, board, st, moves, chk)
     if k == 0 and in_check:
         return -MATE + ply
-    score_moves(T, S, ply, k, tt_move, bb, board, side, S.cur_move[ply - 1] if ply > 0 else 0)
+    score_moves(T, S, ply, k, tt_move, bb, board, side, S.cur_move[ply - 1] if ply > 0 else 0, NO_THREATS,
+                NO_CHECK_INFO)
     best_move = 0
     for i in range(k):
         m = pick_move(T, bb, board, side, moves, scores, i, k)
@@ -490,7 +492,10 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
                     k += 1
                     break
         n = k
-    score_moves(T, S, ply, n, tt_move, bb, board, side, prev_move)
+    info = check_info(T, bb, st)
+    # Out of check, quiet moves are ordered by what they do as well as by history (evasions by history alone).
+    threat = threats(T, bb, side) if not in_check else NO_THREATS
+    score_moves(T, S, ply, n, tt_move, bb, board, side, prev_move, threat, info if not in_check else NO_CHECK_INFO)
 
     quiets = S.quiets[ply]
     n_quiets = 0
@@ -505,7 +510,6 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
     # On a principal variation now or before, and not a PV node whose table entry already failed low at
     # this depth: its late moves are reduced less.
     pv_line = tt_pv and not (pv_node and tt_move != 0 and (tt_bound & BOUND_UPPER) != 0 and tt_depth >= depth)
-    info = check_info(T, bb, st)
     r1, r2, r4 = cont_rows(S, ply)
     i = -1
     while True:
@@ -571,8 +575,12 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
         # the root and its children on a PV), for quiets, losing captures, and any capture off principal variations.
         if depth >= 2 and move_count > 1 + (1 if pv_node and ply <= 1 else 0) and (quiet or scores[i] < 0
                                                                                     or not tt_pv):
+            # The reduction reads the histories in the move's score, not its ordering bonus.
+            history_score = scores[i]
+            if quiet and not in_check and history_score < KILLER_SCORE:
+                history_score -= quiet_bonus(board, m, threat, info)
             r = _reduction(_base_reduction(lmr, depth, move_count, improving, beta - alpha, root_delta),
-                           pv_node, pv_line, cut_node, gives_check, quiet, scores[i])
+                           pv_node, pv_line, cut_node, gives_check, quiet, history_score)
             if singular_quiet:
                 r -= 1
             d = max(1, min(new_depth - r, new_depth))
