@@ -21,7 +21,7 @@ import numpy as np
 from quantfish.core.bitops import U0, popcount
 from quantfish.core.movegen import check_info, checkers, generate_legal_with, generate_tactical_with, gives_check_with
 from quantfish.core.position import (MOVE_NULL, ST_CASTLE, ST_EP, ST_KEY, ST_RULE50, ST_SIDE, make_move,
-                                     make_null_move, move_from, move_to)
+                                     make_null_move, move_from, move_promo, move_to)
 from quantfish.core.tables import OFF_ZEP, OFF_ZPIECE, OFF_ZSIDE
 from quantfish.core.types import (BISHOP, BLACK_PIECES, COLOUR_STRIDE, EMPTY, KNIGHT, NO_PIECE_TYPE, NO_SQUARE, QUEEN,
                                   ROOK, SQUARE_NB, WHITE, WHITE_PIECES, file_of)
@@ -58,6 +58,12 @@ SINGULAR_MIN_DEPTH = 4
 SINGULAR_PV_EXTRA_DEPTH = 2
 # The singular bound: the table's score less this much a ply.
 SINGULAR_MARGIN = 3
+# ProbCut: from this depth (exclusive), a capture whose search four plies shallower beats beta by this margin
+# (less when improving) fails the node high.
+PROBCUT_MIN_DEPTH = 4
+PROBCUT_MARGIN = 191
+PROBCUT_IMPROVING = 54
+PROBCUT_REDUCTION = 4
 POLL_EVERY = 256      # nodes between looks at the clock (a power of two)
 NODE_LIMIT_EVERY = 1024
 
@@ -442,6 +448,36 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
                 if score >= MATE_IN_MAX:
                     score = beta
                 return score
+        # ProbCut, as Stockfish 15.1: a capture that wins at least the margin by exchange and beats the raised
+        # bound in quiescence, then in a search ``PROBCUT_REDUCTION`` plies shallower, fails the node high;
+        # not when the table already says the node stays below that bound at nearly this depth.
+        probcut_beta = beta + PROBCUT_MARGIN - (PROBCUT_IMPROVING if improving else 0)
+        if (depth > PROBCUT_MIN_DEPTH and abs(beta) < MATE_IN_MAX - MAX_PLY
+                and not (tt_depth >= depth - 3 and tt_score != VALUE_NONE and tt_score < probcut_beta)):
+            moves = S.moves[ply]
+            scores = S.scores[ply]
+            k = generate_tactical_with(T, bb, board, st, moves, chk)
+            score_moves(T, S, ply, k, tt_move, bb, board, side, prev_move, NO_THREATS, NO_CHECK_INFO)
+            threshold = probcut_beta - evals[ply]
+            for i in range(k):
+                m = pick_move(T, bb, board, side, moves, scores, i, k)
+                if m == excluded or (captured_type(board, m) == NO_PIECE_TYPE and move_promo(m) != QUEEN):
+                    continue
+                if not see_ge(T, bb, board, side, m, threshold):
+                    continue
+                _do_move(T, S, ply, m)
+                _count_double_ext(S, ply, 0)
+                value = -qsearch(T, S, ply + 1, -probcut_beta, -probcut_beta + 1)
+                if value >= probcut_beta:
+                    value = -search(T, S, ply + 1, depth - PROBCUT_REDUCTION, -probcut_beta, -probcut_beta + 1,
+                                    np.int64(1 - cut_node))
+                if ctl.stop:
+                    return 0
+                if value >= probcut_beta:
+                    if excluded == 0:
+                        tt_store(S.tt, key, m, score_to_tt(value, ply), raw_eval, depth - 3,
+                                 BOUND_LOWER | (TT_PV if tt_pv else 0), ctl.tt_gen)
+                    return value
 
     # Internal iterative reduction: without a TT move this node is probably not worth full depth.
     if depth >= 6 and tt_move == 0 and (pv_node or cut_node == 1):
