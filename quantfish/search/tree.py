@@ -266,7 +266,7 @@ def qsearch(T, S, ply, alpha, beta):
         if raw_eval == 0:
             raw_eval = evaluate(S, ply, bb, board, st, _optimism(ctl, side))
         stand = corrected(S, side, rows(S, ply, bb), raw_eval)
-        if tt_hit and abs(s) < MATE_IN_MAX and ((b == BOUND_LOWER and s > stand) or (b == BOUND_UPPER and s < stand)):
+        if tt_hit and abs(s) < MATE_IN_MAX and (b & (BOUND_LOWER if s > stand else BOUND_UPPER)) != 0:
             stand = s
         if stand >= beta:
             if not tt_hit:
@@ -359,12 +359,19 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
         tt_eval = tte[2]
         tt_depth = tte[3]
         tt_bound = tte[4]
-        if not pv_node and excluded == 0 and tt_depth >= depth and st[ST_RULE50] < 90:
-            if tt_bound == BOUND_EXACT or (tt_bound == BOUND_LOWER and tt_score >= beta) or \
-                    (tt_bound == BOUND_UPPER and tt_score <= alpha):
-                if tt_move != 0 and tt_score >= beta and is_quiet(board, tt_move):
+        # A table cutoff, as Stockfish 15.1 takes it: from an exact score of at least this depth, or a bound
+        # from a deeper search. A quiet table move is rewarded as a searched cutoff would reward it (histories,
+        # killer, counter-move) when the score beats beta, and punished when it does not.
+        if not pv_node and excluded == 0 and tt_depth > depth - (1 if tt_bound == BOUND_EXACT else 0) and \
+                tt_score != VALUE_NONE and (tt_bound & (BOUND_LOWER if tt_score >= beta else BOUND_UPPER)) != 0:
+            if tt_move != 0 and is_quiet(board, tt_move):
+                if tt_score >= beta:
+                    update_quiet_stats(S, ply, side, board, tt_move, depth, S.cur_move[ply - 1] if ply > 0 else 0,
+                                       S.quiets[ply], 0)
+                else:
                     r1, r2, r4 = cont_rows(S, ply)
-                    update_quiet_histories(S, side, board, tt_move, history_bonus(depth), r1, r2, r4)
+                    update_quiet_histories(S, side, board, tt_move, -history_bonus(depth), r1, r2, r4)
+            if st[ST_RULE50] < 90:
                 return tt_score
     # Syzygy tables, right after a capture or pawn move: a win or loss the window cannot change, or a draw,
     # ends the node with the tables' bound (a win scores just below the mates). Otherwise, in a PV node, the
@@ -426,9 +433,9 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
                 # is searched (or when its search is cut short) takes the evaluation instead of the net's work.
                 tt_store(S.tt, key, 0, VALUE_NONE, raw_eval, -1, TT_PV if tt_pv else 0, ctl.tt_gen)
         evals[ply] = ev
-        # A TT score is a better estimate than the static eval when its bound allows.
+        # A TT score is a better estimate than the static eval when its bound allows (an exact score always).
         if tt_hit and tt_score != VALUE_NONE and abs(tt_score) < MATE_IN_MAX and \
-                ((tt_bound == BOUND_LOWER and tt_score > ev) or (tt_bound == BOUND_UPPER and tt_score < ev)):
+                (tt_bound & (BOUND_LOWER if tt_score > ev else BOUND_UPPER)) != 0:
             ev = tt_score
         improving = ply >= 2 and evals[ply - 2] != VALUE_NONE and evals[ply] > evals[ply - 2]
 
