@@ -96,6 +96,23 @@ def check_info(T, bb, st):
 
 
 @njit(cache=True, nogil=True, inline="always")
+def check_squares(info, pt):
+    """The squares from which a piece of type ``pt`` would check the opponent's king (``info`` from
+    ``check_info``); none for a king."""
+    if pt == PAWN:
+        return info[0]
+    if pt == KNIGHT:
+        return info[1]
+    if pt == BISHOP:
+        return info[2]
+    if pt == ROOK:
+        return info[3]
+    if pt == QUEEN:
+        return info[2] | info[3]
+    return U0
+
+
+@njit(cache=True, nogil=True, inline="always")
 def gives_check_with(T, bb, board, st, m, info):
     """``gives_check`` from a position's ``check_info``: a direct check when the piece lands on one of its
     check squares, a discovered one when an uncovering piece leaves the line through the king. Castling, en
@@ -105,20 +122,7 @@ def gives_check_with(T, bb, board, st, m, info):
         return gives_check(T, bb, board, st, m)
     frm = move_from(m)
     to = move_to(m)
-    pt = type_of(board[frm])
-    if pt == PAWN:
-        direct = info[0]
-    elif pt == KNIGHT:
-        direct = info[1]
-    elif pt == BISHOP:
-        direct = info[2]
-    elif pt == ROOK:
-        direct = info[3]
-    elif pt == QUEEN:
-        direct = info[2] | info[3]
-    else:
-        direct = U0
-    if direct & bit(to):
+    if check_squares(info, type_of(board[frm])) & bit(to):
         return True
     if info[4] & bit(frm):
         return (line(T, st[ST_KSQ + 1 - st[ST_SIDE]], frm) & bit(to)) == U0

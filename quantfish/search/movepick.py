@@ -10,6 +10,7 @@ import numpy as np
 
 from quantfish.core.attacks import bishop_attacks, knight_attacks, rook_attacks
 from quantfish.core.bitops import U0, bit, lsb, pop_lsb
+from quantfish.core.movegen import check_squares
 from quantfish.core.position import MOVE_CASTLE, MOVE_EP, MOVE_NULL, MOVE_PROMO_SHIFT, move_from, move_promo, move_to
 from quantfish.core.types import (BISHOP, BLACK_PIECES, COLOUR_STRIDE, EMPTY, KNIGHT, NO_PIECE_TYPE, PAWN, QUEEN,
                                   ROOK, SQUARE_NB, TYPE_MASK, WHITE, WHITE_PIECES, type_of)
@@ -88,19 +89,7 @@ def quiet_bonus(board, m, threat, info):
             bonus = ESCAPE_ROOK
         elif not (by_pawn & target):
             bonus = ESCAPE_MINOR
-    if pt == PAWN:
-        checks = info[0]
-    elif pt == KNIGHT:
-        checks = info[1]
-    elif pt == BISHOP:
-        checks = info[2]
-    elif pt == ROOK:
-        checks = info[3]
-    elif pt == QUEEN:
-        checks = info[2] | info[3]
-    else:
-        checks = U0
-    if checks & target:
+    if check_squares(info, pt) & target:
         bonus += CHECK_SQUARE
     return bonus
 
