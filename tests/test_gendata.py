@@ -266,6 +266,46 @@ def test_ctrl_c_keeps_whole_records(tmp_path, workers):
     assert f"kept {kept:,} positions" in err
 
 
+def test_chunks_on_local_workers_are_the_same_bytes_as_on_one(tmp_path):
+    """A chunk's bytes depend on its job alone: two processes taking chunks as they free up write the file
+    one process writes."""
+    from quantfish.datagen import chunks
+    config = GenConfig(depth=1, nodes=64, random_plies=4, max_plies=60)
+    out = {}
+    for workers in (1, 2):
+        path = tmp_path / f"w{workers}.bin"
+        jobs = chunks.plan(path, 1000, 5, config, 300)
+        results = chunks.generate_chunked(path, jobs, progress=None, workers=workers)
+        assert [r.index for r in results] == [0, 1, 2, 3] and sum(r.positions for r in results) == 1000
+        assert not (tmp_path / f"w{workers}.bin.chunks").exists()
+        out[workers] = path.read_bytes()
+    assert len(out[1]) == 1000 * 32 and out[2] == out[1]
+
+
+def test_ctrl_c_on_chunks_on_local_workers_keeps_the_finished_ones(tmp_path):
+    """SIGINT to a chunked run on two processes: status 130, no traceback, no half-written chunk left, and the
+    same command started again takes up from the finished chunks."""
+    out = tmp_path / "c.bin"
+    folder = tmp_path / "c.bin.chunks"
+    cmd = [sys.executable, "-m", "quantfish.cli.main", "gendata", "-o", str(out), "--positions", "60000",
+           "--chunk-positions", "1000", "--workers", "2", "--depth", "1", "--seed", "3",
+           "--openings", str(require(BOOK)), "--quiet"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 180
+    while time.time() < deadline and proc.poll() is None and not list(folder.glob("chunk-*.bin")):
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert "interrupted:" in err and "Traceback" not in err
+    finished = sorted(folder.glob("chunk-*.bin"))
+    assert finished and not list(folder.glob("*.tmp-*")) and not out.exists()
+    again = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stderr
+    assert f"({len(finished)} from an earlier run)" in again.stderr
+    assert len(read_records(out)) == 60000 and not folder.exists()
+
+
 # ---------------------------------------------------------------------------------------------------------
 # Sampled games: positions the net evaluates in the searches, labelled with its raw output
 

@@ -51,7 +51,8 @@ def _fail(exc: BaseException) -> click.ClickException:
 @click.option("--chunk-positions", type=click.IntRange(1), default=None,
               help="Cut the run into chunks of this many positions (default with --cluster: 1,000,000), each "
                    "from its own stream (seed, chunk), written to OUTPUT.chunks/ and renamed when whole; a "
-                   "stopped run started again skips the finished chunks. Without --cluster they run here.")
+                   "stopped run started again skips the finished chunks. Without --cluster they run here on "
+                   "--workers processes.")
 @click.option("--quiet", is_flag=True, help="No progress line.")
 def gendata_command(output, positions, seed, workers, depth, nodes, random_plies, max_plies, openings, sample,
                     net_path, hash_mb, cluster, chunk_positions, quiet):
@@ -66,7 +67,7 @@ def gendata_command(output, positions, seed, workers, depth, nodes, random_plies
     if cluster or chunk_positions:
         _chunked(output, positions, seed, GenConfig(depth=depth, nodes=nodes, random_plies=random_plies,
                                                     max_plies=max_plies, hash_mb=hash_mb, sample=sample),
-                 openings, net_path, cluster, chunk_positions, quiet)
+                 openings, net_path, cluster, chunk_positions, quiet, workers)
         return
     try:
         config = GenConfig(depth=depth, nodes=nodes, random_plies=random_plies, max_plies=max_plies,
@@ -86,7 +87,7 @@ def gendata_command(output, positions, seed, workers, depth, nodes, random_plies
         sys.exit(130)
 
 
-def _chunked(output, positions, seed, config, openings, net_path, cluster, chunk_positions, quiet):
+def _chunked(output, positions, seed, config, openings, net_path, cluster, chunk_positions, quiet, workers=1):
     """The chunked run (``quantfish.datagen.chunks``), here or on a cluster."""
     import time
     from quantfish.data.openings import Openings, OpeningsError
@@ -107,7 +108,7 @@ def _chunked(output, positions, seed, config, openings, net_path, cluster, chunk
             client = connect(cluster)
             results = dask_gendata.run(client, jobs, output, progress)
         else:
-            results = chunks.generate_chunked(output, jobs, progress)
+            results = chunks.generate_chunked(output, jobs, progress, workers)
     except KeyboardInterrupt:
         done = sum(chunks.finished(j) for j in jobs)
         click.echo(f"interrupted: {done} of {len(jobs)} chunks are finished in {jobs[0].folder}; the same command "

@@ -152,18 +152,82 @@ def assemble(jobs: list[ChunkJob], out_path) -> int:
     return total
 
 
-def generate_chunked(out_path, jobs: list[ChunkJob], progress: Optional[TextIO] = sys.stderr) -> list[ChunkResult]:
-    """Every chunk in this process, one after another, then ``assemble``; Ctrl-C stops between chunks (the
-    finished ones stay in the folder, and a later run with the same arguments takes up from them)."""
+def generate_chunked(out_path, jobs: list[ChunkJob], progress: Optional[TextIO] = sys.stderr,
+                     workers: int = 1) -> list[ChunkResult]:
+    """Every chunk here, on ``workers`` processes (each takes the next unfinished chunk), then ``assemble``.
+    A chunk's bytes depend on its job alone, so the output is the same whatever the number of workers.
+    Ctrl-C stops the run: the finished chunks stay in the folder, the ones under way are dropped, and a later
+    run with the same arguments takes up from them."""
     from quantfish.runtime.progress import progress_bar
     bar = progress_bar(sum(j.positions for j in jobs), "gendata", "pos", stream=progress,
                        enabled=progress is not None)
     out = []
     try:
-        for job in jobs:
-            out.append(run_chunk(job))
-            bar.update(job.positions)
+        if workers <= 1 or len(jobs) <= 1:
+            for job in jobs:
+                out.append(run_chunk(job))
+                bar.update(job.positions)
+        else:
+            out = _run_in_pool(jobs, workers, bar)
     finally:
         bar.close()
     assemble(jobs, out_path)
     return out
+
+
+_IN_CHUNK = False
+
+
+def _on_interrupt(signum, frame):
+    """A pool worker's Ctrl-C: the chunk under way stops (its temporary file removed); an idle worker leaves."""
+    if _IN_CHUNK:
+        raise KeyboardInterrupt
+    os._exit(130)
+
+
+def _pool_init() -> None:
+    import signal
+    signal.signal(signal.SIGINT, _on_interrupt)
+
+
+def _pool_chunk(job: ChunkJob) -> Optional[ChunkResult]:
+    """``run_chunk`` in a pool worker; None when interrupted."""
+    global _IN_CHUNK
+    _IN_CHUNK = True
+    try:
+        return run_chunk(job)
+    except KeyboardInterrupt:
+        return None
+    finally:
+        _IN_CHUNK = False
+
+
+def _run_in_pool(jobs: list[ChunkJob], workers: int, bar) -> list[ChunkResult]:
+    """``run_chunk`` of every job on a pool of processes (forked where the system can, so the compiled code
+    and the loaded net are inherited), results in the jobs' order. On Ctrl-C the workers are interrupted too
+    (also when the signal reached this process alone) and ``KeyboardInterrupt`` is raised here."""
+    import multiprocessing as mp
+    import signal
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+    ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
+    results: dict[int, ChunkResult] = {}
+    pool = ProcessPoolExecutor(max_workers=min(workers, len(jobs)), mp_context=ctx, initializer=_pool_init)
+    try:
+        futures = {pool.submit(_pool_chunk, job): job for job in jobs}
+        for future in as_completed(futures):
+            job = futures[future]
+            result = future.result()
+            if result is None:
+                raise KeyboardInterrupt
+            results[job.index] = result
+            bar.update(job.positions)
+    except BaseException:
+        for proc in list(getattr(pool, "_processes", {}).values()):
+            try:
+                os.kill(proc.pid, signal.SIGINT)
+            except OSError:
+                pass
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
+    return [results[job.index] for job in jobs]
