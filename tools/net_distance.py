@@ -1,12 +1,14 @@
 """How far a net's raw output is from a record file's labels, or from another net, in centipawns.
 
-    python -m tools.net_distance NET --data FILE [--against NET2] [--limit N]
+    python -m tools.net_distance NET --data FILE [--against NET2] [--limit N] [--within CP ...]
 
 The net's output is the engine's integer ``nnue_raw`` ((psqt + positional) / 16, before ``evaluate()``'s
 material scaling and optimism), from the side to move's view. Without ``--against`` it is compared with the
 records' labels: for distillation data (``quantfish gendata --sample``) those are the teacher's own raw
 output, so this is the student's distance from its teacher on those positions. Prints the mean and median
-absolute distance, the root mean square and the share of positions within 10, 25 and 50 cp.
+absolute distance, the root mean square and the share of positions within 10, 25 and 50 cp; each ``--within CP``
+adds a line for the positions whose reference value is at most CP from zero (near equality the search decides
+most; far from it the training loss's sigmoid barely weighs an error).
 """
 
 from __future__ import annotations
@@ -43,6 +45,8 @@ def main() -> None:
     p.add_argument("--data", required=True, help="record file (quantfish gendata)")
     p.add_argument("--against", help="a second net instead of the labels")
     p.add_argument("--limit", type=int, default=0, help="first N records only")
+    p.add_argument("--within", type=float, action="append", default=[],
+                   help="also the positions whose reference is within CP of zero (repeatable)")
     a = p.parse_args()
     records = read_records(a.data)
     if a.limit:
@@ -50,8 +54,13 @@ def main() -> None:
     batch = batch_features(records)
     ours = raw_cp(load_net(a.net), batch)
     other = raw_cp(load_net(a.against), batch) if a.against else batch.score
-    result = distance(ours, other)
-    print("  ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in result.items()))
+    for label, rows in [("all", slice(None))] + [(f"|ref|<={w:g}cp", np.abs(other) <= w) for w in a.within]:
+        if not np.any(np.ones(len(ours), bool)[rows]):
+            print(f"{label}  no positions")
+            continue
+        result = distance(ours[rows], other[rows])
+        print(label + "  " + "  ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}"
+                                       for k, v in result.items()))
 
 
 if __name__ == "__main__":
