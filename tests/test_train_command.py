@@ -51,3 +51,14 @@ def test_a_corrupt_data_file_is_a_clear_error(tmp_path):
     data.write_bytes(b"\x01" * 40)
     res = CliRunner().invoke(main, ["train", "--data", str(data), "--out", str(tmp_path / "o")])
     assert res.exit_code == 1 and "d.bin" in res.stderr and "Traceback" not in res.output
+
+
+def test_init_net_errors_are_one_line(tmp_path):
+    out = tmp_path / "run"
+    bad = tmp_path / "bad.nnue"
+    bad.write_bytes(b"\x00" * 100)
+    res = CliRunner().invoke(main, [*TRAIN, "--epochs", "1", "--out", str(out), "--init-net", str(bad)])
+    assert res.exit_code == 1 and "bad.nnue" in res.stderr and "Traceback" not in res.output
+    res = CliRunner().invoke(main, [*TRAIN, "--epochs", "1", "--out", str(out), "--init-net", str(bad),
+                                    "--resume", str(out / "last.pt")])
+    assert res.exit_code == 2 and "--init-net starts a new run" in res.stderr

@@ -149,3 +149,37 @@ def test_data_files_go_through_the_records_reader(tmp_path):
     (tmp_path / "bad.bin").write_bytes(b"x" * 33)
     with pytest.raises(DataError, match="bad.bin"):
         load_data_files([tmp_path / "bad.bin"])
+
+
+def _own_net_path():
+    from pathlib import Path
+    import quantfish
+    return next((Path(quantfish.__file__).parent / "nets").glob("qf-*.nnue"))
+
+
+def test_a_run_started_from_a_net_begins_as_that_net():
+    """--init-net: the model holds the net's weights (the factoriser's rows at zero), so at a vanishing rate
+    the exported net is the net itself, integer for integer, and its loss is far below a random start's."""
+    from quantfish.nnue.io import load_net
+    from quantfish.train.quantize import quantise
+    path = _own_net_path()
+    net = load_net(path)
+    data = distill_set(300, 3)
+    lines = []
+    cfg = TrainConfig(l1=net.arch.l1, factoriser=True, epochs=1, batch_size=64, lr=1e-30, val_fraction=0.0,
+                      seed=3, init_net=str(path), log=lines.append)
+    started = train(data, cfg)
+    assert lines[0] == f"starting from the weights of {path}"
+    again = quantise(started.model)
+    for name in ("ft_bias", "ft_weights", "ft_psqt", "w0", "b0", "w1", "b1", "w2", "b2"):
+        np.testing.assert_array_equal(getattr(again, name), getattr(net, name), err_msg=name)
+    cfg_random = TrainConfig(l1=net.arch.l1, factoriser=True, epochs=1, batch_size=64, lr=1e-30,
+                             val_fraction=0.0, seed=3, log=None)
+    random_start = train(data, cfg_random)
+    assert started.history[0]["train_loss"] < 0.5 * random_start.history[0]["train_loss"]
+
+
+def test_a_net_of_another_width_cannot_start_a_run():
+    cfg = TrainConfig(l1=128, epochs=1, batch_size=64, val_fraction=0.0, init_net=str(_own_net_path()), log=None)
+    with pytest.raises(ValueError, match=r"L1 = 256, the run trains L1 = 128"):
+        train(distill_set(300, 3), cfg)

@@ -104,6 +104,9 @@ def _load_source(spec: str):
 @click.option("--qat-bits", type=click.IntRange(2, 8), default=8, show_default=True,
               help="Bits of the dense layers' weights under dorefa and wrpn (8: the format's int8).")
 @click.option("--resume", type=click.Path(dir_okay=False), default=None, help="Continue from a checkpoint.")
+@click.option("--init-net", type=click.Path(dir_okay=False), default=None,
+              help="Start from the weights of a .nnue net of the same L1 (Stockfish 15.1's format; the "
+                   "factoriser's rows at zero) instead of random ones: a new run that continues a net's training.")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--threads", type=click.IntRange(1, None), default=None,
               help="CPU threads (PyTorch and the feature-transformer kernels; default: every core, shared out "
@@ -113,7 +116,8 @@ def _load_source(spec: str):
                    "process trains on its share of each batch, and the run takes the steps one process would.")
 def train_command(data_paths, source, out_dir, l1, factoriser, epochs, batch_size, lr, lr_gamma, lr_schedule,
                   lr_min_ratio, lr_by_batch, lr_step_epochs, optimizer, lambda_, wdl_scale, loss_exponent, shuffle_buffer,
-                  checkpoint_minutes, val_fraction, fake_quant_epochs, qat, qat_bits, resume, seed, threads, ddp):
+                  checkpoint_minutes, val_fraction, fake_quant_epochs, qat, qat_bits, resume, init_net, seed, threads,
+                  ddp):
     """Train a HalfKAv2_hm net (Stockfish 15.1 topology) on scored positions."""
     _require_torch()
     leader = True
@@ -127,6 +131,8 @@ def train_command(data_paths, source, out_dir, l1, factoriser, epochs, batch_siz
         if not threads:
             import os
             threads = max(1, (os.cpu_count() or 1) // ranks.local_world)
+    if resume and init_net:
+        raise click.UsageError("--init-net starts a new run; a resumed run continues from its checkpoint")
     if bool(data_paths) == bool(source):
         raise click.UsageError("give training data: --data FILE (repeatable) or --source MODULE:FUNCTION")
     from quantfish.train.checkpoint import load_checkpoint
@@ -142,6 +148,9 @@ def train_command(data_paths, source, out_dir, l1, factoriser, epochs, batch_siz
             l1 = l1 or int(arch["l1"])
             factoriser = bool(arch.get("factoriser", False))
             qat, qat_bits = str(arch.get("qat", "ste")), int(arch.get("qat_bits", 8))
+        if init_net and not l1:
+            from quantfish.nnue.io import load_net
+            l1 = load_net(init_net).arch.l1
         l1 = l1 or 256
         data = as_source(_load_source(source)) if source else load_data_files(data_paths, shuffle_buffer)
         config = TrainConfig(l1=l1, factoriser=factoriser, epochs=epochs, batch_size=batch_size, lr=lr,
@@ -149,6 +158,7 @@ def train_command(data_paths, source, out_dir, l1, factoriser, epochs, batch_siz
                              lr_step_epochs=lr_step_epochs, lr_by_batch=lr_by_batch,
                              optimizer=optimizer, lambda_=lambda_, wdl_scale=wdl_scale, loss_exponent=loss_exponent,
                              val_fraction=val_fraction, fake_quant_epochs=fake_quant_epochs, seed=seed, qat=qat, qat_bits=qat_bits,
+                             init_net=init_net,
                              out_dir=out_dir, checkpoint_minutes=checkpoint_minutes, ddp=ddp,
                              log=lambda s: click.echo(s, err=True), progress=True)
         size = f", {len(data):,} positions" if hasattr(data, "__len__") else ""

@@ -60,6 +60,7 @@ class TrainConfig:
     qat: str = "ste"                     # "ste", "dorefa", "pact" or "wrpn" (quantfish.train.model)
     qat_bits: int = 8                    # dense weights' bits under DoReFa and WRPN
     seed: int = 0
+    init_net: str | None = None          # a .nnue whose weights the run starts from (not with a resume)
     out_dir: str | None = None           # checkpoints epoch-NNNN.pt and last.pt; none when None
     checkpoint_minutes: float = 10.0     # also save last.pt this often within an epoch (0: at epoch ends only)
     device: str | None = None            # None: "cuda" if available, else "cpu"
@@ -270,7 +271,11 @@ def _train(data, config, resume, val_data, device, ranks) -> TrainResult:
         state = load_checkpoint(resume)
         check_arch(state, config.l1, resume, config.factoriser, config.qat, config.qat_bits)
     model = NnueModel(config.l1, seed=config.seed, factoriser=config.factoriser, qat=config.qat,
-                      qat_bits=config.qat_bits).to(device)
+                      qat_bits=config.qat_bits)
+    if state is None and config.init_net:
+        _start_from_net(model, config.init_net)
+        log(f"starting from the weights of {config.init_net}")
+    model = model.to(device)
     optimizer = make_optimizer(model, config)
     scheduler = make_scheduler(optimizer, config)
     start, history, done, partial = 0, [], 0, (0.0, 0)
@@ -293,6 +298,22 @@ def _train(data, config, resume, val_data, device, ranks) -> TrainResult:
     with _StopRequest(signals, grace=5.0 if ranks.distributed else 0.0) as stop:
         return _epochs(model, optimizer, scheduler, train_src, val_src, config, device, log,
                        out if ranks.leader else None, start, history, done, partial, stop, ranks)
+
+
+def _start_from_net(model: NnueModel, path) -> None:
+    """The model's weights set to a .nnue net's, divided by the fixed scales (``quantize.dequantise``); the
+    factoriser's virtual rows start at zero, so the model starts as the net's function and a longer training
+    continues from it (nnue-pytorch's start from a model)."""
+    from quantfish.nnue.io import load_net
+    from quantfish.train.quantize import dequantise
+    net = load_net(path)
+    if net.arch.l1 != model.l1:
+        raise ValueError(f"{path}: L1 = {net.arch.l1}, the run trains L1 = {model.l1} (give --l1 {net.arch.l1})")
+    if net.arch.compressed_ft or net.arch.ft_shift:
+        raise ValueError(f"{path}: a net of Stockfish 15.1's format is needed to start from, found "
+                         f"{net.arch.describe()}")
+    dequantise(net, model)
+    model.clip_weights()
 
 
 def _epoch_size(positions: int | None) -> int:
