@@ -183,3 +183,10 @@ def test_a_net_of_another_width_cannot_start_a_run():
     cfg = TrainConfig(l1=128, epochs=1, batch_size=64, val_fraction=0.0, init_net=str(_own_net_path()), log=None)
     with pytest.raises(ValueError, match=r"L1 = 256, the run trains L1 = 128"):
         train(distill_set(300, 3), cfg)
+
+
+def test_a_net_cannot_start_a_dorefa_run():
+    path = _own_net_path()
+    cfg = TrainConfig(l1=256, epochs=1, batch_size=64, val_fraction=0.0, qat="dorefa", init_net=str(path), log=None)
+    with pytest.raises(ValueError, match="dorefa"):
+        train(distill_set(300, 3), cfg)

@@ -312,6 +312,9 @@ def _start_from_net(model: NnueModel, path) -> None:
     if net.arch.compressed_ft or net.arch.ft_shift:
         raise ValueError(f"{path}: a net of Stockfish 15.1's format is needed to start from, found "
                          f"{net.arch.describe()}")
+    if model.qat == "dorefa":
+        raise ValueError("--init-net cannot start a --qat dorefa run: its weights are the tanh image of latent "
+                         "ones, which a net's weights do not give")
     dequantise(net, model)
     model.clip_weights()
 
