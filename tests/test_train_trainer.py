@@ -152,9 +152,8 @@ def test_data_files_go_through_the_records_reader(tmp_path):
 
 
 def _own_net_path():
-    from pathlib import Path
-    import quantfish
-    return next((Path(quantfish.__file__).parent / "nets").glob("qf-*.nnue"))
+    from quantfish.nnue.locate import OWN_NET_NAME, package_nets_dir
+    return package_nets_dir() / OWN_NET_NAME
 
 
 def test_a_run_started_from_a_net_begins_as_that_net():
