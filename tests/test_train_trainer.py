@@ -180,8 +180,20 @@ def test_a_run_started_from_a_net_begins_as_that_net():
 
 def test_a_net_of_another_width_cannot_start_a_run():
     cfg = TrainConfig(l1=128, epochs=1, batch_size=64, val_fraction=0.0, init_net=str(_own_net_path()), log=None)
-    with pytest.raises(ValueError, match=r"L1 = 256, the run trains L1 = 128"):
+    with pytest.raises(ValueError, match=r"L1 = 256, the model has L1 = 128 \(give --l1 256\)"):
         train(distill_set(300, 3), cfg)
+
+
+def test_a_net_of_another_format_cannot_start_a_run(tmp_path):
+    """The fixed scales are Stockfish 15.1's: a net of a later generation (here one marked as Stockfish 16's,
+    its feature transformer stored compressed) is refused, naming the file, rather than read at a wrong scale."""
+    import dataclasses
+    from quantfish.nnue.io import load_net
+    from quantfish.train.quantize import dequantise
+    net = load_net(_own_net_path())
+    doubled = dataclasses.replace(net, arch=net.arch._replace(compressed_ft=True), path="doubled.nnue")
+    with pytest.raises(ValueError, match=r"doubled.nnue: a net of Stockfish 15.1's format is needed"):
+        dequantise(doubled)
 
 
 def test_a_net_cannot_start_a_dorefa_run():

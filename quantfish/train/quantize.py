@@ -53,13 +53,18 @@ def net_architecture(l1: int) -> Architecture:
 # Net -> model
 
 def dequantise(net: Net, model: NnueModel | None = None) -> NnueModel:
-    """A float model holding ``net``'s parameters divided by their scales (a new model unless one is given)."""
+    """A float model holding ``net``'s parameters divided by their scales (a new model unless one is given).
+    The fixed scales are those of Stockfish 15.1's format: a net stored otherwise (a compressed or shifted feature
+    transformer) is refused rather than read at the wrong scale."""
     l1 = net.arch.l1
+    name = net.path or "net"
+    if net.arch.compressed_ft or net.arch.ft_shift:
+        raise ValueError(f"{name}: a net of Stockfish 15.1's format is needed, found {net.arch.describe()}")
     if net.arch.layer_stacks != LAYER_STACKS or net.arch.fc0_out != FC0_OUT or net.arch.fc1_out != FC1_OUT:
-        raise ValueError(f"unsupported layer stack shape: {net.arch.describe()}")
+        raise ValueError(f"{name}: unsupported layer stack shape: {net.arch.describe()}")
     model = model if model is not None else NnueModel(l1, seed=None)
     if model.l1 != l1:
-        raise ValueError(f"net has L1 = {l1}, model has L1 = {model.l1}")
+        raise ValueError(f"{name}: L1 = {l1}, the model has L1 = {model.l1} (give --l1 {l1})")
     f = lambda a, q: torch.from_numpy(np.asarray(a, np.float64) / q.scale).float()
     with torch.no_grad():
         model.ft_weight.zero_()

@@ -306,16 +306,10 @@ def _start_from_net(model: NnueModel, path) -> None:
     continues from it (nnue-pytorch's start from a model)."""
     from quantfish.nnue.io import load_net
     from quantfish.train.quantize import dequantise
-    net = load_net(path)
-    if net.arch.l1 != model.l1:
-        raise ValueError(f"{path}: L1 = {net.arch.l1}, the run trains L1 = {model.l1} (give --l1 {net.arch.l1})")
-    if net.arch.compressed_ft or net.arch.ft_shift:
-        raise ValueError(f"{path}: a net of Stockfish 15.1's format is needed to start from, found "
-                         f"{net.arch.describe()}")
     if model.qat == "dorefa":
         raise ValueError("--init-net cannot start a --qat dorefa run: its weights are the tanh image of latent "
                          "ones, which a net's weights do not give")
-    dequantise(net, model)
+    dequantise(load_net(path), model)
     model.clip_weights()
 
 
