@@ -282,6 +282,33 @@ def test_chunks_on_local_workers_are_the_same_bytes_as_on_one(tmp_path):
     assert len(out[1]) == 1000 * 32 and out[2] == out[1]
 
 
+def test_a_stop_while_assembling_leaves_no_output_cut_short(tmp_path, monkeypatch):
+    """The output appears only whole: a stop between two chunks' appends leaves no output file (a Makefile's
+    ``test -f`` may trust one) and every chunk in place, and assembling again gives the whole file."""
+    from quantfish.datagen import chunks
+    config = GenConfig(depth=1, nodes=64, random_plies=4, max_plies=60)
+    whole = tmp_path / "whole.bin"
+    chunks.generate_chunked(whole, chunks.plan(whole, 900, 5, config, 300), progress=None)
+    out = tmp_path / "out.bin"
+    jobs = chunks.plan(out, 900, 5, config, 300)
+    for job in jobs:
+        chunks.run_chunk(job)
+    real_write, calls = chunks.write_all, []
+
+    def write_then_stop(path, data):
+        if calls:
+            raise KeyboardInterrupt
+        calls.append(path)
+        real_write(path, data)
+    monkeypatch.setattr(chunks, "write_all", write_then_stop)
+    with pytest.raises(KeyboardInterrupt):
+        chunks.assemble(jobs, out)
+    assert not out.exists() and all(chunks.finished(job) for job in jobs)
+    monkeypatch.setattr(chunks, "write_all", real_write)
+    assert chunks.assemble(jobs, out) == 900
+    assert out.read_bytes() == whole.read_bytes() and not (tmp_path / "out.bin.assembling").exists()
+
+
 def test_ctrl_c_on_chunks_on_local_workers_keeps_the_finished_ones(tmp_path):
     """SIGINT to a chunked run on two processes: status 130, no traceback, no half-written chunk left, and the
     same command started again takes up from the finished chunks."""

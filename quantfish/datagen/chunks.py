@@ -135,14 +135,22 @@ def run_chunk(job: ChunkJob) -> ChunkResult:
 
 def assemble(jobs: list[ChunkJob], out_path) -> int:
     """Append every chunk, in order, to ``out_path``, then remove them and their folder; returns the records
-    written. Refuses (``FileNotFoundError``) if a chunk is missing, writing nothing."""
+    written. Refuses (``FileNotFoundError``) if a chunk is missing, writing nothing. A new output is written
+    under a temporary name and renamed when whole, so that an output that exists is never one cut short (a
+    stop while assembling leaves the chunks, and the same command finishes the job)."""
     missing = [j.index for j in jobs if not finished(j)]
     if missing:
         raise FileNotFoundError(f"chunks not finished: {missing[:10]}{' ...' if len(missing) > 10 else ''}")
+    out_path = Path(out_path)
+    target = out_path if out_path.exists() else out_path.with_name(out_path.name + ".assembling")
+    if target != out_path:
+        target.unlink(missing_ok=True)
     total = 0
     for job in jobs:
-        write_all(out_path, job.path.read_bytes())
+        write_all(target, job.path.read_bytes())
         total += job.positions
+    if target != out_path:
+        os.replace(target, out_path)
     for job in jobs:
         job.path.unlink()
     try:
