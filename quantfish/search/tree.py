@@ -70,6 +70,7 @@ NODE_LIMIT_EVERY = 1024
 
 # Stockfish 15.1's endgame value of a captured piece, internal units, by piece type (none, pawn .. queen, king).
 VICTIM_VALUE_EG = (0, 208, 854, 915, 1380, 2682, 0)
+PV_REDUCTION_DEPTH_TERM = 11    # a PV node's late moves are reduced 1 + 11 / (3 + depth) plies less
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -178,15 +179,15 @@ def _null_move_reduction(depth, ev, beta):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _reduction(r, pv_node, pv_line, cut_node, gives_check, quiet, score):
+def _reduction(r, depth, pv_node, pv_line, cut_node, gives_check, quiet, score):
     """Late-move reduction of a move with ordering ``score`` from its base ``r`` (``_base_reduction``): less for
-    PV nodes, for positions that are or were on a principal variation (``pv_line``, unless the node is likely
-    to fail low), checks, killers/counter-moves and good histories (butterfly and continuation, as
-    ``score_moves`` sums them), more at expected cut nodes."""
+    PV nodes (most at low depth, as Stockfish 15.1), for positions that are or were on a principal variation
+    (``pv_line``, unless the node is likely to fail low), checks, killers/counter-moves and good histories
+    (butterfly and continuation, as ``score_moves`` sums them), more at expected cut nodes."""
     if pv_node:
-        r -= 1
+        r -= 1 + PV_REDUCTION_DEPTH_TERM // (3 + depth)
     if pv_line:
-        r -= 1
+        r -= 2
     if cut_node == 1:
         r += 1
     if gives_check:
@@ -622,7 +623,7 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
             history_score = scores[i]
             if quiet and not in_check and history_score < KILLER_SCORE:
                 history_score -= quiet_bonus(board, m, threat, info)
-            r = _reduction(_base_reduction(lmr, depth, move_count, improving, beta - alpha, root_delta),
+            r = _reduction(_base_reduction(lmr, depth, move_count, improving, beta - alpha, root_delta), depth,
                            pv_node, pv_line, cut_node, gives_check, quiet, history_score)
             if singular_quiet:
                 r -= 1
