@@ -184,16 +184,16 @@ def test_a_net_of_another_width_cannot_start_a_run():
         train(distill_set(300, 3), cfg)
 
 
-def test_a_net_of_another_format_cannot_start_a_run(tmp_path):
+def test_a_net_of_another_format_cannot_start_a_run():
     """The fixed scales are Stockfish 15.1's: a net of a later generation (here one marked as Stockfish 16's,
     its feature transformer stored compressed) is refused, naming the file, rather than read at a wrong scale."""
     import dataclasses
     from quantfish.nnue.io import load_net
     from quantfish.train.quantize import dequantise
     net = load_net(_own_net_path())
-    doubled = dataclasses.replace(net, arch=net.arch._replace(compressed_ft=True), path="doubled.nnue")
+    later = dataclasses.replace(net, arch=net.arch._replace(compressed_ft=True), path="doubled.nnue")
     with pytest.raises(ValueError, match=r"doubled.nnue: a net of Stockfish 15.1's format is needed"):
-        dequantise(doubled)
+        dequantise(later)
 
 
 def test_a_net_cannot_start_a_dorefa_run():

@@ -212,8 +212,9 @@ def _pool_chunk(job: ChunkJob) -> Optional[ChunkResult]:
 
 def _run_in_pool(jobs: list[ChunkJob], workers: int, bar) -> list[ChunkResult]:
     """``run_chunk`` of every job on a pool of processes (forked where the system can; each loads the net and
-    the openings once and keeps them for the chunks it is given), results in the jobs' order. On Ctrl-C the workers are interrupted too
-    (also when the signal reached this process alone) and ``KeyboardInterrupt`` is raised here."""
+    the openings once and keeps them for the chunks it is given), results in the jobs' order. On Ctrl-C the
+    workers are interrupted too (also when the signal reached this process alone) and ``KeyboardInterrupt`` is
+    raised here."""
     import multiprocessing as mp
     import signal
     from concurrent.futures import ProcessPoolExecutor, as_completed
