@@ -320,3 +320,14 @@ def test_positions_parse_fen_and_epd_and_refuse_bad_lines():
         parse_lines(["8/8/8/8/8/8/8/8 w - - 0 1"])
     with pytest.raises(PositionError):
         parse_lines(["rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP w KQkq - 0 1"])
+
+
+def test_a_net_of_another_format_is_refused_by_the_toolkit():
+    """The toolkit's fixed scales invert Stockfish 15.1's storage only: a net marked as a later generation's (its
+    feature transformer compressed, hence doubled at load) is refused, naming the file, not read at half scale."""
+    from quantfish.nnue.locate import OWN_NET_NAME, package_nets_dir
+    net = load_net(package_nets_dir() / OWN_NET_NAME)
+    assert FloatNet.from_net(net).l1 == net.arch.l1
+    later = replace(net, arch=net.arch._replace(compressed_ft=True), path="later.nnue")
+    with pytest.raises(ValueError, match=r"later.nnue: a net of Stockfish 15.1's format is needed"):
+        FloatNet.from_net(later)

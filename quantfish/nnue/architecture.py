@@ -309,6 +309,13 @@ class Architecture(NamedTuple):
         """1 when Stockfish doubles the FT weights and biases at load (17.1: clamp 0..254, >> 9), else 0."""
         return GENERATIONS[self.generation].ft_shift
 
+    def require_fixed_scales(self, name: str = "net") -> None:
+        """Raise ValueError naming ``name`` unless this net is stored as Stockfish 15.1 stores it (raw FT, no
+        load-time shift): only then are ``scales``' fixed scales the exact inverse of its integers, which is what
+        turning it back into floats (quantisation toolkit, trainer) assumes."""
+        if self.generation != GEN_SF15_1:
+            raise ValueError(f"{name}: a net of Stockfish 15.1's format is needed, found {self.describe()}")
+
     def describe(self) -> str:
         return (f"{FEATURE_SET_NAME}[{self.num_features}]x2 -> {self.l1} -> "
                 f"{self.fc0_out} -> {self.fc1_out} -> {FC2_OUT}, {self.layer_stacks} buckets"

@@ -60,9 +60,7 @@ class FloatNet:
     @classmethod
     def from_net(cls, net: Net) -> "FloatNet":
         """Stockfish's integers divided by the fixed scales (exact inverses of ``schemes.sf``)."""
-        if net.arch.compressed_ft or net.arch.ft_shift:
-            raise ValueError(f"{net.path or 'net'}: only Stockfish 15.1-style nets (raw FT, L1 1024 layout) "
-                             f"are supported by the quantisation toolkit, found {net.arch.describe()}")
+        net.arch.require_fixed_scales(net.path or "net")
         l1 = net.arch.l1
         f = lambda a, q: np.asarray(a, np.float64) / q.scale
         return cls(ft_bias=f(net.ft_bias, scales.FT_BIAS), ft_weights=f(net.ft_weights, scales.FT_WEIGHTS),

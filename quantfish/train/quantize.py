@@ -58,8 +58,7 @@ def dequantise(net: Net, model: NnueModel | None = None) -> NnueModel:
     transformer) is refused rather than read at the wrong scale."""
     l1 = net.arch.l1
     name = net.path or "net"
-    if net.arch.compressed_ft or net.arch.ft_shift:
-        raise ValueError(f"{name}: a net of Stockfish 15.1's format is needed, found {net.arch.describe()}")
+    net.arch.require_fixed_scales(name)
     if net.arch.layer_stacks != LAYER_STACKS or net.arch.fc0_out != FC0_OUT or net.arch.fc1_out != FC1_OUT:
         raise ValueError(f"{name}: unsupported layer stack shape: {net.arch.describe()}")
     model = model if model is not None else NnueModel(l1, seed=None)
