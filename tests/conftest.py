@@ -9,6 +9,8 @@
 * ``nnue17_dir`` / ``nnue17_pair``: the two synthetic Stockfish 17.1 nets (``tests/synthetic_nets.py``), made
   from Stockfish 15.1's net once into the user cache folder and reused while their sha256 matches; skipped
   without Stockfish 15.1's net. ``$QUANTFISH_NNUE17_DIR`` names another folder.
+* ``searcher``: a search on ``nnue_net`` with a 16 MB table, one per test module (its tests clear it as they
+  need); a module wanting another size defines its own.
 """
 import os
 from pathlib import Path
@@ -55,6 +57,12 @@ def nnue_net():
     from quantfish.nnue.io import load_net
     from quantfish.nnue.loader import resolve_main_path
     return load_net(resolve_main_path())
+
+
+@pytest.fixture(scope="module")
+def searcher(nnue_net):
+    from quantfish.search.driver import Searcher
+    return Searcher(nnue_net, 16)
 
 
 @pytest.fixture(scope="session")

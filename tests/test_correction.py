@@ -14,7 +14,7 @@ from quantfish.core.position import ST_KEY
 from quantfish.nnue.evaluator import evaluate as static_eval
 from quantfish.search.correction import (CORRECTION_MAX, EVAL_LIMIT, Rows, corrected, minor_index, non_pawn_index,
                                          pawn_index, update_correction)
-from quantfish.search.driver import Limits, Searcher
+from quantfish.search.driver import Limits
 from quantfish.search.state import CONT_KEYS, CORRECTION_BITS, TTE_SIZE
 from quantfish.search.tree import search_root
 from quantfish.search.tt import tt_probe
@@ -157,11 +157,6 @@ def test_minor_and_non_pawn_rows_read_their_pieces():
         (minor_index(start.bb), non_pawn_index(start.bb, 0), non_pawn_index(start.bb, 1))
     assert minor_index(queen.bb) == minor_index(start.bb)
     assert non_pawn_index(queen.bb, 0) != non_pawn_index(start.bb, 0)
-
-
-@pytest.fixture(scope="module")
-def searcher(nnue_net):
-    return Searcher(nnue_net, 16)
 
 
 def test_search_learns_within_bounds_and_clear_forgets(searcher):

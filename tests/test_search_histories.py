@@ -1,6 +1,5 @@
 """The search's learnt statistics (continuation and capture histories) and its singular-extension exclusion."""
 import numpy as np
-import pytest
 
 from quantfish.core.fen import parse_fen
 from quantfish.core.notation import move_to_uci
@@ -8,17 +7,12 @@ from quantfish.core.position import ST_KEY
 from quantfish.search.tree import search_root
 from quantfish.search.tt import tt_probe
 from quantfish.search.values import INF
-from quantfish.search.driver import Limits, Searcher
+from quantfish.search.driver import Limits
 from quantfish.search.state import TTE_SIZE
 
 MIDDLEGAME = "r1bq1rk1/pp2bppp/2n1pn2/2pp4/3P4/2PBPN2/PP1N1PPP/R1BQ1RK1 w - - 0 8"
 # White mates at once with Qh7 (the queen on h5, the bishop on d3 guarding h7).
 MATE_IN_ONE = "r1b2rk1/ppq2ppp/2n1p3/3pP2Q/3P4/3B1N2/PP3PPP/R1B2RK1 w - - 0 14"
-
-
-@pytest.fixture(scope="module")
-def searcher(nnue_net):
-    return Searcher(nnue_net, 16)
 
 
 def test_histories_learn_within_bounds_and_clear(searcher):

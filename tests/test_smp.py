@@ -10,17 +10,12 @@ from numba import njit
 from quantfish.core.fen import parse_fen
 from quantfish.core.notation import move_to_uci
 from quantfish.search.tt import tt_probe, tt_store
-from quantfish.search.driver import Limits, Searcher
+from quantfish.search.driver import Limits
 from quantfish.search.values import MATE, MATE_IN_MAX
 from quantfish.search.threads import Finished, vote
 from quantfish.search.timeman import Clock
 
 MIDDLEGAME = "r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3"
-
-
-@pytest.fixture(scope="module")
-def searcher(nnue_net):
-    return Searcher(nnue_net, 16)
 
 
 def _legal(fen, move):

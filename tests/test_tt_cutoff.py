@@ -6,16 +6,10 @@ import pytest
 
 from quantfish.core.fen import parse_fen
 from quantfish.core.position import ST_KEY
-from quantfish.search.driver import Searcher
 from quantfish.search.tree import search_root
 from quantfish.search.tt import BOUND_EXACT, BOUND_LOWER, BOUND_UPPER, score_to_tt, tt_store
 
 MIDDLEGAME = "r1bq1rk1/pp2bppp/2n1pn2/2pp4/3P4/2PBPN2/PP1N1PPP/R1BQ1RK1 w - - 0 8"
-
-
-@pytest.fixture(scope="module")
-def searcher(nnue_net):
-    return Searcher(nnue_net, 16)
 
 
 @pytest.mark.parametrize("bound, score, stored_depth, cut", [
