@@ -71,6 +71,8 @@ NODE_LIMIT_EVERY = 1024
 # Stockfish 15.1's endgame value of a captured piece, internal units, by piece type (none, pawn .. queen, king).
 VICTIM_VALUE_EG = (0, 208, 854, 915, 1380, 2682, 0)
 PV_REDUCTION_DEPTH_TERM = 11    # a PV node's late moves are reduced 1 + 11 / (3 + depth) plies less
+PV_DROP_MAX_DEPTH = 6           # below this depth a PV node's moves after an alpha raise go a ply shallower
+KNOWN_WIN = 10000               # Stockfish's VALUE_KNOWN_WIN: scores beyond it are wins, not evaluations
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -651,6 +653,10 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
                     _update_pv(pv, pv_len, ply, m)
                 if score >= beta:
                     break
+                # Stockfish 15.1: once a PV node has raised alpha at a low depth, the moves after it are
+                # searched a ply shallower.
+                if pv_node and 1 < depth < PV_DROP_MAX_DEPTH and beta < KNOWN_WIN and score > -KNOWN_WIN:
+                    depth -= 1
                 alpha = score
         if quiet:
             if n_quiets < quiets.shape[0]:
