@@ -38,7 +38,7 @@ from quantfish.search.see import see_ge
 from quantfish.search.state import MAX_PLY
 from quantfish.search.tt import (BOUND_EXACT, BOUND_LOWER, BOUND_UPPER, TT_DEPTH_MAX, TT_PV, score_from_tt,
                                  score_to_tt, tt_bucket, tt_probe, tt_store)
-from quantfish.search.values import INF, MATE, MATE_IN_MAX, VALUE_NONE
+from quantfish.search.values import INF, KNOWN_WIN, MATE, MATE_IN_MAX, VALUE_NONE
 from quantfish.tablebase.probe import TB_FAIL, probe_wdl
 
 # Double extension of a singular move: how far below the singular bound, and how many on one path.
@@ -72,7 +72,6 @@ NODE_LIMIT_EVERY = 1024
 VICTIM_VALUE_EG = (0, 208, 854, 915, 1380, 2682, 0)
 PV_REDUCTION_DEPTH_TERM = 11    # a PV node's late moves are reduced 1 + 11 / (3 + depth) plies less
 PV_DROP_MAX_DEPTH = 6           # below this depth a PV node's moves after an alpha raise go a ply shallower
-KNOWN_WIN = 10000               # Stockfish's VALUE_KNOWN_WIN: scores beyond it are wins, not evaluations
 
 
 @njit(cache=True, nogil=True, inline="always")
