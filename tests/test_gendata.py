@@ -311,10 +311,11 @@ def test_a_stop_while_assembling_leaves_no_output_cut_short(tmp_path, monkeypatc
 
 def test_ctrl_c_on_chunks_on_local_workers_keeps_the_finished_ones(tmp_path):
     """SIGINT to a chunked run on two processes: status 130, no traceback, no half-written chunk left, and the
-    same command started again takes up from the finished chunks."""
+    same command started again takes up from the finished chunks. The run is long enough (200 chunks) that the
+    signal cannot come after it has ended, however the two processes are scheduled."""
     out = tmp_path / "c.bin"
     folder = tmp_path / "c.bin.chunks"
-    cmd = [sys.executable, "-m", "quantfish.cli.main", "gendata", "-o", str(out), "--positions", "60000",
+    cmd = [sys.executable, "-m", "quantfish.cli.main", "gendata", "-o", str(out), "--positions", "200000",
            "--chunk-positions", "1000", "--workers", "2", "--depth", "1", "--seed", "3",
            "--openings", str(require(BOOK)), "--quiet"]
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -330,7 +331,7 @@ def test_ctrl_c_on_chunks_on_local_workers_keeps_the_finished_ones(tmp_path):
     again = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0, again.stderr
     assert f"({len(finished)} from an earlier run)" in again.stderr
-    assert len(read_records(out)) == 60000 and not folder.exists()
+    assert len(read_records(out)) == 200000 and not folder.exists()
 
 
 # ---------------------------------------------------------------------------------------------------------
