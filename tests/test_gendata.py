@@ -311,14 +311,15 @@ def test_a_stop_while_assembling_leaves_no_output_cut_short(tmp_path, monkeypatc
 
 def test_ctrl_c_on_chunks_on_local_workers_keeps_the_finished_ones(tmp_path):
     """SIGINT to a chunked run on two processes: status 130, no traceback, no half-written chunk left, and the
-    same command started again takes up from the finished chunks. The run is long enough (200 chunks) that the
-    signal cannot come after it has ended, however the two processes are scheduled."""
+    same command started again takes up from the finished chunks. The child starts with SIGINT's default
+    action, as under a shell, whatever this process inherited (Python ignores Ctrl-C if it starts ignored)."""
     out = tmp_path / "c.bin"
     folder = tmp_path / "c.bin.chunks"
     cmd = [sys.executable, "-m", "quantfish.cli.main", "gendata", "-o", str(out), "--positions", "200000",
            "--chunk-positions", "1000", "--workers", "2", "--depth", "1", "--seed", "3",
            "--openings", str(require(BOOK)), "--quiet"]
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + 180
     while time.time() < deadline and proc.poll() is None and not list(folder.glob("chunk-*.bin")):
         time.sleep(0.05)
