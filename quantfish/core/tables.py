@@ -8,6 +8,7 @@ import numpy as np
 from quantfish.core.bitops import U0, U1, popcount
 from quantfish.core.sliders import BISHOP_DIRS, ROOK_DIRS, relevant_mask, slide_attacks, subsets
 from quantfish.core.magics import BISHOP_MAGICS, ROOK_MAGICS
+from quantfish.core.types import BISHOP, COLOUR_STRIDE, KING, KNIGHT, ROOK
 from quantfish.runtime.jit import njit
 
 OFF_KNIGHT = 0
@@ -30,7 +31,16 @@ OFF_ZEP = 10001         # + file
 OFF_SLIDERS = 10240
 ROOK_TABLE_SIZE = 102400
 BISHOP_TABLE_SIZE = 5248
-TABLE_SIZE = OFF_SLIDERS + ROOK_TABLE_SIZE + BISHOP_TABLE_SIZE
+# Upcoming-repetition detection (Stockfish's cuckoo tables, after Marcel van Kervinck's method): every
+# reversible move of a non-pawn piece on an empty board, found by the key difference it makes (the piece's two
+# squares and the side) in two cuckoo-hashed slots: keys at OFF_CUCKOO_KEY, moves (from | to << 6) at
+# OFF_CUCKOO_MOVE.
+CUCKOO_SIZE = 8192
+CUCKOO_MASK = CUCKOO_SIZE - 1
+CUCKOO_SECOND_SHIFT = 16
+OFF_CUCKOO_KEY = OFF_SLIDERS + ROOK_TABLE_SIZE + BISHOP_TABLE_SIZE
+OFF_CUCKOO_MOVE = OFF_CUCKOO_KEY + CUCKOO_SIZE
+TABLE_SIZE = OFF_CUCKOO_MOVE + CUCKOO_SIZE
 
 KNIGHT_STEPS = np.array([[1, 2], [2, 1], [2, -1], [1, -2], [-1, -2], [-2, -1], [-2, 1], [-1, 2]], dtype=np.int64)
 KING_STEPS = np.array([[1, 0], [1, 1], [0, 1], [-1, 1], [-1, 0], [-1, -1], [0, -1], [1, -1]], dtype=np.int64)
@@ -99,6 +109,59 @@ def _fill_tables(T, rook_magics, bishop_magics, zobrist, knight_steps, king_step
         T[OFF_ZPIECE + i] = zobrist[i]
 
 
+@njit(cache=True, nogil=True, inline="always")
+def cuckoo_first(key):
+    """The first cuckoo slot of a key difference."""
+    return np.int64(key & np.uint64(CUCKOO_MASK))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def cuckoo_second(key):
+    """The second cuckoo slot of a key difference."""
+    return np.int64((key >> np.uint64(CUCKOO_SECOND_SHIFT)) & np.uint64(CUCKOO_MASK))
+
+
+@njit(cache=True)
+def _fill_cuckoo(T, rook_dirs, bishop_dirs):
+    """Every move of a knight, bishop, rook, queen or king of either colour between two squares (one entry for
+    both directions) into the cuckoo slots; returns how many (3,668)."""
+    count = 0
+    for colour in range(2):
+        for piece_type in range(KNIGHT, KING + 1):
+            pc = colour * COLOUR_STRIDE + piece_type
+            for s1 in range(64):
+                if piece_type == KNIGHT:
+                    reach = T[OFF_KNIGHT + s1]
+                elif piece_type == KING:
+                    reach = T[OFF_KING + s1]
+                else:
+                    reach = U0
+                    if piece_type != BISHOP:
+                        reach |= slide_attacks(s1, U0, rook_dirs)
+                    if piece_type != ROOK:
+                        reach |= slide_attacks(s1, U0, bishop_dirs)
+                for s2 in range(s1 + 1, 64):
+                    if not reach & (U1 << np.uint64(s2)):
+                        continue
+                    key = T[OFF_ZPIECE + pc * 64 + s1] ^ T[OFF_ZPIECE + pc * 64 + s2] ^ T[OFF_ZSIDE]
+                    move = np.uint64(s1 | s2 << 6)
+                    slot = cuckoo_first(key)
+                    # Cuckoo insertion: take the slot, and move what was there to its other slot, until an
+                    # empty one is found.
+                    while True:
+                        old_key = T[OFF_CUCKOO_KEY + slot]
+                        old_move = T[OFF_CUCKOO_MOVE + slot]
+                        T[OFF_CUCKOO_KEY + slot] = key
+                        T[OFF_CUCKOO_MOVE + slot] = move
+                        if old_move == U0:
+                            break
+                        key = old_key
+                        move = old_move
+                        slot = cuckoo_second(key) if slot == cuckoo_first(key) else cuckoo_first(key)
+                    count += 1
+    return count
+
+
 def zobrist_keys():
     """Fixed pseudo-random keys: pieces x squares, side, castling masks, ep files."""
     rng = np.random.Generator(np.random.PCG64(20221203))
@@ -126,5 +189,6 @@ def tables():
         T = np.zeros(TABLE_SIZE, dtype=np.uint64)
         _fill_tables(T, np.array(ROOK_MAGICS, dtype=np.uint64), np.array(BISHOP_MAGICS, dtype=np.uint64),
                      zobrist_keys(), KNIGHT_STEPS, KING_STEPS, ROOK_DIRS, BISHOP_DIRS)
+        _fill_cuckoo(T, ROOK_DIRS, BISHOP_DIRS)
         _TABLES = T
     return _TABLES

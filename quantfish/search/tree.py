@@ -33,7 +33,7 @@ from quantfish.search.history import (history_bonus, reward_prior_quiet, update_
                                       update_quiet_histories, update_quiet_stats)
 from quantfish.search.movepick import (KILLER_SCORE, NO_CHECK_INFO, NO_THREATS, captured_type, cont_rows, is_quiet,
                                       pick_move, quiet_bonus, score_moves, threats)
-from quantfish.search.rules import insufficient_material, is_repetition
+from quantfish.search.rules import insufficient_material, is_repetition, upcoming_repetition
 from quantfish.search.see import see_ge
 from quantfish.search.state import MAX_PLY
 from quantfish.search.tt import (BOUND_EXACT, BOUND_LOWER, BOUND_UPPER, TT_DEPTH_MAX, TT_PV, score_from_tt,
@@ -313,6 +313,12 @@ def search(T, S, ply, depth, alpha, beta, cut_node):
     """Principal variation search; returns the score from the side to move's view."""
     ctl = S.ctl[0]
     pv_node = beta - alpha > 1
+    # A move of the side to move that repeats an earlier position makes a draw a floor of the score.
+    if ply > 0 and alpha < 0 and S.sts[ply][ST_RULE50] >= 3 and \
+            upcoming_repetition(T, S.keys, S.bbs[ply], S.boards[ply], S.sts[ply], ctl.root_index + ply, ply):
+        alpha = 0
+        if alpha >= beta:
+            return alpha
     if depth <= 0:
         return qsearch(T, S, ply, alpha, beta)
     if _poll(S, ctl):
