@@ -5,9 +5,9 @@ import numpy as np
 from quantfish.core.fen import parse_fen
 from quantfish.core.notation import legal_moves, parse_uci_move, push
 from quantfish.core.position import MOVE_CASTLE, ST_CASTLE, ST_RULE50, move_from, move_promo, move_to
-from quantfish.core.tables import (CUCKOO_SIZE, OFF_CUCKOO_KEY, OFF_CUCKOO_MOVE, ROOK_DIRS, BISHOP_DIRS,
-                                   _fill_cuckoo, cuckoo_first, cuckoo_second, tables)
-from quantfish.core.types import EMPTY, PAWN, type_of
+from quantfish.core.tables import (BISHOP_DIRS, CUCKOO_SIZE, CUCKOO_TO_SHIFT, OFF_CUCKOO_KEY, OFF_CUCKOO_MOVE,
+                                   ROOK_DIRS, _fill_cuckoo, cuckoo_first, cuckoo_second, tables)
+from quantfish.core.types import EMPTY, PAWN, SQUARE_MASK, type_of
 from quantfish.search.driver import board_key
 from quantfish.search.rules import upcoming_repetition
 
@@ -47,7 +47,7 @@ def test_cuckoo_finds_the_key_difference_of_real_moves():
                 continue
             found = _cuckoo_move(T, board_key(board) ^ board_key(child))
             assert found is not None
-            assert {found & 63, found >> 6} == {move_from(m), move_to(m)}
+            assert {found & SQUARE_MASK, found >> CUCKOO_TO_SHIFT} == {move_from(m), move_to(m)}
             checked += 1
     assert checked > 50
 

@@ -8,7 +8,7 @@ import numpy as np
 from quantfish.core.bitops import U0, U1, popcount
 from quantfish.core.sliders import BISHOP_DIRS, ROOK_DIRS, relevant_mask, slide_attacks, subsets
 from quantfish.core.magics import BISHOP_MAGICS, ROOK_MAGICS
-from quantfish.core.types import BISHOP, COLOUR_STRIDE, KING, KNIGHT, ROOK
+from quantfish.core.types import BISHOP, COLOUR_STRIDE, KING, KNIGHT, ROOK, SQUARE_NB
 from quantfish.runtime.jit import njit
 
 OFF_KNIGHT = 0
@@ -33,11 +33,12 @@ ROOK_TABLE_SIZE = 102400
 BISHOP_TABLE_SIZE = 5248
 # Upcoming-repetition detection (Stockfish's cuckoo tables, after Marcel van Kervinck's method): every
 # reversible move of a non-pawn piece on an empty board, found by the key difference it makes (the piece's two
-# squares and the side) in two cuckoo-hashed slots: keys at OFF_CUCKOO_KEY, moves (from | to << 6) at
-# OFF_CUCKOO_MOVE.
+# squares and the side) in two cuckoo-hashed slots: keys at OFF_CUCKOO_KEY, moves (from | to <<
+# CUCKOO_TO_SHIFT) at OFF_CUCKOO_MOVE.
 CUCKOO_SIZE = 8192
 CUCKOO_MASK = CUCKOO_SIZE - 1
 CUCKOO_SECOND_SHIFT = 16
+CUCKOO_TO_SHIFT = 6
 OFF_CUCKOO_KEY = OFF_SLIDERS + ROOK_TABLE_SIZE + BISHOP_TABLE_SIZE
 OFF_CUCKOO_MOVE = OFF_CUCKOO_KEY + CUCKOO_SIZE
 TABLE_SIZE = OFF_CUCKOO_MOVE + CUCKOO_SIZE
@@ -143,8 +144,8 @@ def _fill_cuckoo(T, rook_dirs, bishop_dirs):
                 for s2 in range(s1 + 1, 64):
                     if not reach & (U1 << np.uint64(s2)):
                         continue
-                    key = T[OFF_ZPIECE + pc * 64 + s1] ^ T[OFF_ZPIECE + pc * 64 + s2] ^ T[OFF_ZSIDE]
-                    move = np.uint64(s1 | s2 << 6)
+                    key = T[OFF_ZPIECE + pc * SQUARE_NB + s1] ^ T[OFF_ZPIECE + pc * SQUARE_NB + s2] ^ T[OFF_ZSIDE]
+                    move = np.uint64(s1 | s2 << CUCKOO_TO_SHIFT)
                     slot = cuckoo_first(key)
                     # Cuckoo insertion: take the slot, and move what was there to its other slot, until an
                     # empty one is found.

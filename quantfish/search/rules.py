@@ -2,10 +2,11 @@
 import numpy as np
 
 from quantfish.core.bitops import U0, pop_lsb
-from quantfish.core.position import MOVE_TO_SHIFT, ST_KEY, ST_PLY_FROM_NULL, ST_RULE50, ST_SIDE
-from quantfish.core.tables import OFF_BETWEEN, OFF_CUCKOO_KEY, OFF_CUCKOO_MOVE, cuckoo_first, cuckoo_second
+from quantfish.core.position import ST_KEY, ST_PLY_FROM_NULL, ST_RULE50, ST_SIDE
+from quantfish.core.tables import (CUCKOO_TO_SHIFT, OFF_BETWEEN, OFF_CUCKOO_KEY, OFF_CUCKOO_MOVE, cuckoo_first,
+                                   cuckoo_second)
 from quantfish.core.types import (B_BISHOP, B_KNIGHT, B_PAWN, B_QUEEN, B_ROOK, BLACK_PIECES, EMPTY, SQUARE_MASK,
-                                  W_BISHOP, W_KNIGHT, W_PAWN, W_QUEEN, W_ROOK, WHITE_PIECES, colour_of)
+                                  SQUARE_NB, W_BISHOP, W_KNIGHT, W_PAWN, W_QUEEN, W_ROOK, WHITE_PIECES, colour_of)
 from quantfish.runtime.jit import njit
 
 
@@ -69,8 +70,8 @@ def upcoming_repetition(T, keys, bb, board, st, idx, ply):
         if T[OFF_CUCKOO_KEY + slot] == diff:
             move = np.int64(T[OFF_CUCKOO_MOVE + slot])
             s1 = move & SQUARE_MASK
-            s2 = (move >> MOVE_TO_SHIFT) & SQUARE_MASK
-            if T[OFF_BETWEEN + s1 * 64 + s2] & occupied == U0:
+            s2 = (move >> CUCKOO_TO_SHIFT) & SQUARE_MASK
+            if T[OFF_BETWEEN + s1 * SQUARE_NB + s2] & occupied == U0:
                 if ply > i:
                     return True
                 # At or before the root: the move must be the side to move's (both directions share a slot),
