@@ -2,8 +2,9 @@
 
 Every history entry moves towards its table's limit by a bonus, less the nearer it is (``gravity``), so it stays
 in an int16. The limits are Stockfish 15.1's: the butterfly history 7183, the capture history 10692, the
-continuation history 29952, so that the thresholds taken from Stockfish weigh the tables as there. A beta cutoff rewards the move that caused it and punishes the moves tried before it; a node where
-every move failed low rewards the opponent's quiet move that led to it.
+continuation history 29952, so that the thresholds taken from Stockfish weigh the tables as there. A beta cutoff
+rewards the move that caused it and punishes the moves tried before it; a node where every move failed low rewards
+the opponent's quiet move that led to it.
 """
 from quantfish.core.position import MOVE_NULL, move_from, move_to
 from quantfish.runtime.jit import njit
