@@ -288,6 +288,24 @@ def test_ucinewgame_and_clear_hash_then_search(uci):
     assert not any(l.startswith("info string") and "error" in l for l in lines)
 
 
+def test_hash_set_while_the_nets_load_takes_effect():
+    """GUIs set their options between uciok and readyok, while the nets still load in the background: the table
+    must get the size set then, not keep the default."""
+    engine = Uci()
+    engine.send("uci")
+    engine.expect("uciok", timeout=10)
+    engine.send("setoption name Hash value 1")
+    engine.send("isready")
+    engine.expect("readyok", timeout=300)
+    engine.send("position startpos")
+    engine.send("go nodes 300000")
+    lines = engine.expect("bestmove")
+    engine.close()
+    hashfull = int([l for l in lines if " hashfull " in l][-1].split(" hashfull ")[1].split()[0])
+    # Near 300,000 nodes fill most of a 1 MB table (65,536 entries) but about a seventh of the default 16 MB.
+    assert hashfull > 500, lines[-2:]
+
+
 @pytest.mark.parametrize("path", ["numba", "c"])
 def test_nnue_path_option_chooses_the_evaluation_code(uci, path):
     uci.send("position startpos")

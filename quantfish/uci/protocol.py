@@ -219,12 +219,14 @@ class UciEngine:
     # -- what a new option value changes ------------------------------------------------------
 
     def on_threads(self, opt, value):
-        if self.state.searcher is not None:
-            self.state.searcher.set_threads(value)
+        searcher = self.state.loaded_searcher()
+        if searcher is not None:
+            searcher.set_threads(value)
 
     def on_hash(self, opt, value):
-        if self.state.searcher is not None:
-            self.state.searcher.resize(value)
+        searcher = self.state.loaded_searcher()
+        if searcher is not None:
+            searcher.resize(value)
 
     def on_clear_hash(self, opt, value):
         self.ensure_ready()

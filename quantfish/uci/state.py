@@ -55,6 +55,13 @@ class EngineState:
         finally:
             self.ready.set()
 
+    def loaded_searcher(self):
+        """The searcher, once a loader that has started is done (None when none loaded): an option set while the
+        nets load must reach the searcher the loader makes, not be dropped for lack of one."""
+        if self._loader is not None:
+            self.ready.wait()
+        return self.searcher
+
     def wait_ready(self):
         """Waits for the loader; ``UciError`` when it failed."""
         self.ready.wait()
