@@ -19,6 +19,8 @@ from typing import NamedTuple
 import torch
 import torch.distributed as dist
 
+from quantfish.train.ftkernel import forget_folded
+
 
 class Ranks(NamedTuple):
     """Where this process stands in the run: one process alone is rank 0 of 1."""
@@ -91,4 +93,6 @@ def wrap(model: torch.nn.Module, ranks: Ranks, device: torch.device) -> torch.nn
     # The model's one buffer (the FT columns' scales) is a constant: synced once at the start, not every step.
     quiet = ({"forward_sync_buffers": False} if "forward_sync_buffers" in inspect.signature(DistributedDataParallel).parameters
              else {"broadcast_buffers": False})
-    return DistributedDataParallel(model, device_ids=ids, **quiet)
+    wrapped = DistributedDataParallel(model, device_ids=ids, **quiet)
+    forget_folded()         # the broadcast wrote rank 0's weights without moving the tensors' version counters
+    return wrapped

@@ -237,17 +237,13 @@ class NnueModel(nn.Module):
         counts = torch.bincount(bucket, minlength=LAYER_STACKS).tolist()
         if len(counts) > LAYER_STACKS:
             raise ValueError(f"bucket out of range 0..{LAYER_STACKS - 1}: {int(bucket.max())}")
-        wi = _as_tensor(white_idx, torch.int64, dev)[order]
-        bi = _as_tensor(black_idx, torch.int64, dev)[order]
-        stm = _as_tensor(stm, torch.int64, dev)[order]
         bucket = bucket[order]
         ftw, ftb, w0, b0, w1, b1, w2, b2 = self._params()
         l1 = self.l1
-
-        white_to_move = (stm == 0).unsqueeze(1)
-        # With the factoriser each real feature also activates its (piece, square) row.
-        x, psqt_all = feature_transform(torch.where(white_to_move, wi, bi), torch.where(white_to_move, bi, wi),
-                                        ftw, ftb, l1, PAD, VIRTUAL if self.factoriser else 0)
+        # The feature transform picks each position's rows by the side to move, in bucket order; with the
+        # factoriser each real feature also activates its (piece, square) row.
+        x, psqt_all = feature_transform(white_idx, black_idx, stm, order, ftw, ftb, l1, PAD,
+                                        VIRTUAL if self.factoriser else 0)
         x = self._act(x)
         psqt = psqt_all.gather(1, bucket.unsqueeze(1)).squeeze(1)
 
@@ -256,7 +252,9 @@ class NnueModel(nn.Module):
             if xs.shape[0]:
                 parts.append(self._stack(s, xs, w0, b0, w1, b1, w2, b2))
         out_sorted = (torch.cat(parts) + psqt) * scales.NNUE2SCORE
-        return out_sorted[torch.argsort(order)]
+        back = torch.empty_like(order)
+        back[order] = torch.arange(len(order), device=dev)
+        return out_sorted[back]
 
     def _stack(self, s: int, x, w0, b0, w1, b1, w2, b2) -> torch.Tensor:
         """Layer stack ``s`` on its positions: fc_2 output plus the skip connection fc0[15] (float units)."""
