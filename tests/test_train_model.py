@@ -216,20 +216,38 @@ def test_the_trainer_keeps_freed_memory_under_glibc():
     assert keep_freed_memory() is True
 
 
-def test_the_folded_table_saved_by_the_clip_is_used_only_while_the_table_is_unchanged():
+def test_the_folded_table_left_by_the_clip_is_used_only_while_the_table_is_unchanged():
     """The clip leaves the factorised table's folded form for the next forward pass: it must equal a fold of
-    the clipped table to the bit, and must not be used once the table has changed."""
+    the clipped table to the bit, and must not be used once the table has changed (in place, by a load, or
+    by a write PyTorch does not count)."""
     from quantfish.train import ftkernel
     model = NnueModel(64, seed=3, factoriser=True)
     weight = model.ft_weight
     with torch.no_grad():
         weight.normal_(0.0, 0.3, generator=torch.Generator().manual_seed(6))
     model.clip_weights()
-    saved = ftkernel._folded_table(weight, VIRTUAL)
-    assert saved is ftkernel._last_folded[0][2]
+    saved = ftkernel._folded_table(weight, VIRTUAL, model._folded)
+    assert saved is model._folded.table
     assert np.array_equal(saved, fold_factoriser(weight.detach()).numpy())
     with torch.no_grad():
         weight[VIRTUAL:].add_(0.01)                  # an optimiser's in-place step
-    after = ftkernel._folded_table(weight, VIRTUAL)
+    after = ftkernel._folded_table(weight, VIRTUAL, model._folded)
     assert after is not saved
     assert np.array_equal(after, fold_factoriser(weight.detach()).numpy())
+    model.clip_weights()
+    other = NnueModel(64, seed=4, factoriser=True)
+    model.load_state_dict(other.state_dict())
+    assert ftkernel._folded_table(weight, VIRTUAL, model._folded) is not model._folded.table
+    model.clip_weights()
+    model.weights_overwritten()
+    assert model._folded is None
+
+    # The model's output is the same whether the forward pass takes the clip's fold or makes its own.
+    arr = distill_set()
+    args = (arr.white_idx[:50], arr.black_idx[:50], arr.stm[:50], arr.bucket[:50])
+    model.clip_weights()
+    with torch.no_grad():
+        with_saved = model(*args)
+        model.weights_overwritten()
+        fresh = model(*args)
+    assert torch.equal(with_saved, fresh)

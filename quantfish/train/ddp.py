@@ -19,8 +19,6 @@ from typing import NamedTuple
 import torch
 import torch.distributed as dist
 
-from quantfish.train.ftkernel import forget_folded
-
 
 class Ranks(NamedTuple):
     """Where this process stands in the run: one process alone is rank 0 of 1."""
@@ -94,5 +92,6 @@ def wrap(model: torch.nn.Module, ranks: Ranks, device: torch.device) -> torch.nn
     quiet = ({"forward_sync_buffers": False} if "forward_sync_buffers" in inspect.signature(DistributedDataParallel).parameters
              else {"broadcast_buffers": False})
     wrapped = DistributedDataParallel(model, device_ids=ids, **quiet)
-    forget_folded()         # the broadcast wrote rank 0's weights without moving the tensors' version counters
+    if hasattr(model, "weights_overwritten"):
+        model.weights_overwritten()     # the broadcast wrote rank 0's weights past the tensors' version counters
     return wrapped

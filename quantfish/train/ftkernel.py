@@ -23,7 +23,7 @@ against.
 
 from __future__ import annotations
 
-import weakref
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -166,48 +166,36 @@ def _row_gradients(acc, order, l1, grad_x, grad_psqt, grad_bias_parts):
 
 
 @njit(cache=True, nogil=True, fastmath=True, parallel=True)
-def _scatter(white, black, stm, rows, order, start, owner, g, grad_weight, parts):
+def _scatter(white, black, stm, rows, order, start, owner, g, grad_weight, parts, strays):
     """grad_weight = the sum of g[q] over the pairs q where feature f is active, on ``parts`` threads, each
     owning the king buckets ``owner`` gives it: it zeroes their rows, then adds each of their pairs' gradient
     (read in sequence) into the bucket's rows, which stay in its cache. No lock and no table per thread. Rows
     past the king buckets' (the padding row) are zeroed by thread 0. A feature outside its pair's bucket (no
-    HalfKAv2_hm row has one) is left to ``_scatter_strays``; the number of them is returned."""
+    HalfKAv2_hm row has one) is skipped and counted: the count is returned, and a second call with
+    ``strays`` (one part owning every bucket) adds those features alone, zeroing nothing."""
     n_rows, d = grad_weight.shape
-    strays = np.zeros(parts, np.int64)
+    skipped = np.zeros(parts, np.int64)
     for t in prange(parts):
-        if t == 0:
+        if t == 0 and not strays:
             for f in range(KING_BUCKETS * PS_NB, n_rows):
                 grad_weight[f, :] = 0.0
         for b in range(KING_BUCKETS):
             if owner[b] != t:
                 continue
-            for f in range(b * PS_NB, min(n_rows, (b + 1) * PS_NB)):
-                grad_weight[f, :] = 0.0
+            if not strays:
+                for f in range(b * PS_NB, min(n_rows, (b + 1) * PS_NB)):
+                    grad_weight[f, :] = 0.0
             for q in range(start[b], start[b + 1]):
                 gq = g[q]
                 for f in _perspective(white, black, stm, rows, order[q] >> 1, order[q] & 1):
                     if f >= 0:
-                        if f // PS_NB != b:
-                            strays[t] += 1
+                        if (f // PS_NB != b) != strays:
+                            skipped[t] += 1
                             continue
                         gw = grad_weight[f]
                         for j in range(d):
                             gw[j] += gq[j]
-    return strays.sum()
-
-
-@njit(cache=True, nogil=True)
-def _scatter_strays(white, black, stm, rows, order, start, g, grad_weight):
-    """The features ``_scatter`` left, outside their pair's king bucket, added on one thread."""
-    d = grad_weight.shape[1]
-    for b in range(KING_BUCKETS):
-        for q in range(start[b], start[b + 1]):
-            gq = g[q]
-            for f in _perspective(white, black, stm, rows, order[q] >> 1, order[q] & 1):
-                if f >= 0 and f // PS_NB != b:
-                    gw = grad_weight[f]
-                    for j in range(d):
-                        gw[j] += gq[j]
+    return skipped.sum()
 
 
 @njit(cache=True, nogil=True, fastmath=True, parallel=True)
@@ -247,8 +235,8 @@ def _backward(indices, pairs, acc, l1, grad_x, grad_psqt, grad_weight, grad_bias
     bias_parts = np.zeros((parts, l1), np.float32)
     _row_gradients(acc, order, l1, grad_x, grad_psqt, bias_parts)
     grad_bias += bias_parts.sum(0)
-    if _scatter(*indices, order, start, owner, acc, grad_weight, parts):
-        _scatter_strays(*indices, order, start, acc, grad_weight)
+    if _scatter(*indices, order, start, owner, acc, grad_weight, parts, False):
+        _scatter(*indices, order, start, np.zeros_like(owner), acc, grad_weight, 1, True)
 
 
 @njit(cache=True, nogil=True, parallel=True)
@@ -276,43 +264,40 @@ def _clip_table(weight, l1, ft_lo, ft_hi, ps_lo, ps_hi, pad, virtual, folded):
         folded[virtual - 1, :] = weight[virtual - 1, :]
 
 
-# The folded table of a factorised embedding, made by its clip after each optimiser step: the forward pass
-# that follows takes it instead of folding the table again (a pass over 24 MB). One table is kept, the last
-# clipped, with a weak reference to its tensor; it is used only while that tensor's version counter is the
-# one the clip saw (any in-place change by PyTorch moves it on; the clip's own writes, through NumPy, do not).
-_last_folded = [None]
+class FoldedTable(NamedTuple):
+    """A factorised table's folded form (each real row plus its virtual row), as its clip leaves it for the
+    next forward pass (which would otherwise fold the table again: a pass over 24 MB), and the version counter
+    of the table it was made from: any in-place change by PyTorch moves the counter on, and the fold is then
+    not used."""
+    table: np.ndarray
+    version: int
 
 
-def clip_table(weight, l1: int, ft_range, psqt_range, pad: int, virtual: int = 0) -> bool:
-    """``_clip_table`` on a CPU float32 table (a parameter, changed in place); False, doing nothing, for any
-    other, which the caller clips with PyTorch operations."""
-    if weight.device.type != "cpu" or weight.dtype != torch.float32 or not weight.is_contiguous():
-        return False
+def runs_here(weight) -> bool:
+    """Whether these kernels take the table ``weight`` (a float32 CPU tensor)."""
+    return weight.device.type == "cpu" and weight.dtype == torch.float32
+
+
+def clip_table(weight, l1: int, ft_range, psqt_range, pad: int, virtual: int = 0) -> FoldedTable | None:
+    """``_clip_table`` on a contiguous table that ``runs_here`` (a parameter, changed in place), and with the factoriser
+    the folded form of the clipped table."""
     folded = np.empty((virtual, weight.shape[1]) if virtual else (0, 0), np.float32)
     _clip_table(weight.detach().numpy(), l1, np.float32(ft_range[0]), np.float32(ft_range[1]),
                 np.float32(psqt_range[0]), np.float32(psqt_range[1]), pad, virtual, folded)
-    _last_folded[0] = (weakref.ref(weight), weight._version, folded) if virtual else None
-    return True
+    return FoldedTable(folded, weight._version) if virtual else None
 
 
-def forget_folded() -> None:
-    """Drop the saved folded table: for writes PyTorch does not count (a collective's broadcast into the
-    parameters)."""
-    _last_folded[0] = None
-
-
-def _folded_table(weight, virtual: int):
+def _folded_table(weight, virtual: int, folded: FoldedTable | None):
     """The table the forward pass sums rows of: with the factoriser, each real row plus its virtual row
-    (saved by the last clip if the table has not changed since, else made now)."""
+    (``folded`` if it was made from the table as it is now, else made now)."""
     table = weight.detach().numpy()
     if not virtual:
         return table
-    saved = _last_folded[0]
-    if saved is not None and saved[0]() is weight and saved[1] == weight._version:
-        return saved[2]
-    folded = np.empty((virtual, table.shape[1]), np.float32)
-    _fold(table, virtual, folded)
-    return folded
+    if folded is not None and folded.version == weight._version:
+        return folded.table
+    out = np.empty((virtual, table.shape[1]), np.float32)
+    _fold(table, virtual, out)
+    return out
 
 
 def set_threads(threads: int) -> None:
@@ -366,8 +351,11 @@ def virtual_indices(idx, virtual: int):
     return torch.cat([idx, torch.where(idx >= 0, virtual + idx % PS_NB, -1)], 1)
 
 
-def _tensor(a, device) -> torch.Tensor:
-    return a.to(device) if isinstance(a, torch.Tensor) else torch.as_tensor(np.asarray(a), device=device)
+def as_tensor(a, device, dtype=None) -> torch.Tensor:
+    """``a`` (a tensor, or anything NumPy takes) as a tensor on ``device``, of ``dtype`` if given."""
+    if isinstance(a, torch.Tensor):
+        return a.to(device=device, dtype=dtype)
+    return torch.as_tensor(np.asarray(a), dtype=dtype, device=device)
 
 
 def _array(a) -> np.ndarray:
@@ -377,9 +365,9 @@ def _array(a) -> np.ndarray:
 def reference_transform(white, black, stm, rows, weight, bias, l1: int, padding_row: int, virtual: int = 0):
     """The same function in PyTorch operations (any device): (x [m, L1], psqt [m, 8])."""
     dev = weight.device
-    rows = _tensor(rows, dev).long()
-    white_to_move = (_tensor(stm, dev)[rows] == 0).unsqueeze(1)
-    wi, bi = _tensor(white, dev)[rows].long(), _tensor(black, dev)[rows].long()
+    rows = as_tensor(rows, dev).long()
+    white_to_move = (as_tensor(stm, dev)[rows] == 0).unsqueeze(1)
+    wi, bi = as_tensor(white, dev)[rows].long(), as_tensor(black, dev)[rows].long()
     idx_us, idx_them = torch.where(white_to_move, wi, bi), torch.where(white_to_move, bi, wi)
     if virtual:
         idx_us, idx_them = virtual_indices(idx_us, virtual), virtual_indices(idx_them, virtual)
@@ -394,17 +382,18 @@ def reference_transform(white, black, stm, rows, weight, bias, l1: int, padding_
     return x, (us[:, l1:] - them[:, l1:]) * 0.5
 
 
-def feature_transform(white, black, stm, rows, weight, bias, l1: int, padding_row: int, virtual: int = 0):
+def feature_transform(white, black, stm, rows, weight, bias, l1: int, padding_row: int, virtual: int = 0,
+                      folded: FoldedTable | None = None):
     """(x [m, L1], psqt [m, 8]) of the positions ``rows`` (int[m], in that order), from the feature index rows
     of each colour's perspective (``white``, ``black``: int[n, 32], -1 padding) and the side to move (``stm``:
     [n], 0 White): row r's first half is its side to move's. Numba kernels on the CPU, which choose and
     reorder the index rows themselves. ``virtual``: the first of the factoriser's virtual rows (then the
-    padding row is ``virtual - 1``), 0 for none."""
-    if weight.device.type == "cpu" and weight.dtype == torch.float32 and bias.dtype == torch.float32:
+    padding row is ``virtual - 1``), 0 for none; ``folded``: what the clip of ``weight`` returned, if any."""
+    if runs_here(weight) and bias.dtype == torch.float32:
         if virtual and padding_row != virtual - 1:
             raise ValueError(f"the factoriser's rows must follow the padding row {padding_row}, not start at {virtual}")
         weight, bias = weight.contiguous(), bias.contiguous()
         indices = tuple(np.ascontiguousarray(_array(a)) for a in (white, black, stm))
         indices += (np.ascontiguousarray(_array(rows), np.int64),)
-        return _FeatureTransform.apply(weight, bias, indices, _folded_table(weight, virtual), l1, virtual)
+        return _FeatureTransform.apply(weight, bias, indices, _folded_table(weight, virtual, folded), l1, virtual)
     return reference_transform(white, black, stm, rows, weight, bias, l1, padding_row, virtual)

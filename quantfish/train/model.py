@@ -21,14 +21,13 @@ the pairwise product and their gradients run as Numba kernels (``quantfish.train
 
 from __future__ import annotations
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from quantfish.nnue.architecture import FC0_OUT, FC1_OUT, LAYER_STACKS, NUM_FEATURES, PS_NB, PSQT_BUCKETS
 from quantfish.nnue import scales
-from quantfish.train.ftkernel import clip_table, feature_transform
+from quantfish.train.ftkernel import as_tensor, clip_table, feature_transform, runs_here
 
 SUPPORTED_L1 = (128, 256, 512, 1024)
 # Quantisation-aware training: "ste" rounds the weights to the format's grid (straight-through); "dorefa"
@@ -58,11 +57,6 @@ def fold_factoriser(table):
 # Middle-game piece values of Stockfish 15.1 (types.h), internal units: the PSQT starts as plain material.
 _PIECE_VALUES = (126, 781, 825, 1276, 2538)   # pawn .. queen
 
-
-def _as_tensor(a, dtype, device) -> torch.Tensor:
-    if isinstance(a, torch.Tensor):
-        return a.to(device=device, dtype=dtype)
-    return torch.as_tensor(np.asarray(a), dtype=dtype, device=device)
 
 
 def _fake_quant(w: torch.Tensor, scale, bits: int = 8) -> torch.Tensor:
@@ -113,6 +107,7 @@ class NnueModel(nn.Module):
         self.qat = qat
         self.qat_bits = qat_bits
         self.fake_quant = False
+        self._folded = None     # the factorised table's folded form, left by the last clip (``ftkernel.FoldedTable``)
         gen = torch.Generator().manual_seed(seed) if seed is not None else None
         s = LAYER_STACKS
         # FT and PSQT: one table of L1 + 8 columns; FT columns scale 127, PSQT columns scale 9600.
@@ -228,7 +223,7 @@ class NnueModel(nn.Module):
         ``stm``: [n] 0 White / 1 Black to move; ``bucket``: [n] layer stack and PSQT bucket (numpy or torch).
         """
         dev = self.ft_bias.device
-        bucket = _as_tensor(bucket, torch.int64, dev)
+        bucket = as_tensor(bucket, dev, torch.int64)
         if bucket.shape[0] == 0:
             return torch.zeros(0, device=dev)
         # Positions sorted by bucket, so each layer stack runs on one contiguous slice (8x less work than
@@ -243,7 +238,8 @@ class NnueModel(nn.Module):
         # The feature transform picks each position's rows by the side to move, in bucket order; with the
         # factoriser each real feature also activates its (piece, square) row.
         x, psqt_all = feature_transform(white_idx, black_idx, stm, order, ftw, ftb, l1, PAD,
-                                        VIRTUAL if self.factoriser else 0)
+                                        VIRTUAL if self.factoriser else 0,
+                                        self._folded if ftw is self.ft_weight else None)
         x = self._act(x)
         psqt = psqt_all.gather(1, bucket.unsqueeze(1)).squeeze(1)
 
@@ -276,7 +272,10 @@ class NnueModel(nn.Module):
         l1 = self.l1
         ft_lo, ft_hi = scales.FT_WEIGHTS.clip_range
         ps_lo, ps_hi = scales.FT_PSQT.clip_range
-        if not clip_table(self.ft_weight, l1, (ft_lo, ft_hi), (ps_lo, ps_hi), PAD, VIRTUAL if self.factoriser else 0):
+        if runs_here(self.ft_weight) and self.ft_weight.is_contiguous():
+            self._folded = clip_table(self.ft_weight, l1, (ft_lo, ft_hi), (ps_lo, ps_hi), PAD,
+                                      VIRTUAL if self.factoriser else 0)
+        else:
             self._clip_table_torch(ft_lo, ft_hi, ps_lo, ps_hi)
         dense = ((self.w0, scales.W0), (self.w1, scales.W1), (self.w2, scales.W2))
         biases = ((self.ft_bias, scales.FT_BIAS), (self.b0, scales.B0), (self.b1, scales.B1), (self.b2, scales.B2))
@@ -287,6 +286,11 @@ class NnueModel(nn.Module):
             dense = ()
         for p, q in dense + biases:
             p.clamp_(*q.clip_range)
+
+    def weights_overwritten(self) -> None:
+        """The parameters were written where PyTorch does not count in-place changes (a collective's broadcast):
+        drop what the clip derived from them."""
+        self._folded = None
 
     @torch.no_grad()
     def _clip_table_torch(self, ft_lo, ft_hi, ps_lo, ps_hi) -> None:
