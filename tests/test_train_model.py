@@ -251,3 +251,43 @@ def test_the_folded_table_left_by_the_clip_is_used_only_while_the_table_is_uncha
         model.weights_overwritten()
         fresh = model(*args)
     assert torch.equal(with_saved, fresh)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_layer_stack_kernel_equals_pytorch_autograd(threads):
+    """The fused layer stacks give the PyTorch stacks' output and every gradient, on a batch of all 8
+    buckets in any order, with activations on both sides of each clamp."""
+    import numba
+    from quantfish.train.stackkernel import layer_stacks
+    before = numba.get_num_threads()
+    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+    try:
+        gen = torch.Generator().manual_seed(8)
+        model = NnueModel(64, seed=2)
+        with torch.no_grad():
+            for p in (model.w0, model.b0, model.w1, model.b1, model.w2, model.b2):
+                p.add_(torch.randn(p.shape, generator=gen) * 0.5)       # stacks differ, activations saturate
+        n = 300
+        x0 = torch.rand(n, 64, generator=gen)
+        bucket = torch.randint(0, 8, (n,), generator=gen)
+        grad = torch.randn(n, generator=gen)
+        params = (model.w0, model.b0, model.w1, model.b1, model.w2, model.b2)
+        results = []
+        for fused in (True, False):
+            x = x0.clone().requires_grad_()
+            for p in params:
+                p.grad = None
+            if fused:
+                out = layer_stacks(x, bucket, *params)
+            else:
+                rows = [torch.nonzero(bucket == s).squeeze(1) for s in range(8)]
+                out = torch.zeros(n).index_put((torch.cat(rows),),
+                                               torch.cat([model._stack(s, x[r], *params) for s, r in enumerate(rows)]))
+            (out * grad).sum().backward()
+            results.append([out.detach(), x.grad] + [p.grad.clone() for p in params])
+        fc0 = torch.nn.functional.linear(x0, model.w0[:16], model.b0[:16])
+        assert (fc0[:, :15] > 1).any() and (fc0[:, :15] < 0).any()          # both clamps' sides are used
+        for a, b in zip(*results):
+            assert torch.allclose(a, b, rtol=1e-4, atol=1e-4), (a - b).abs().max()
+    finally:
+        numba.set_num_threads(before)

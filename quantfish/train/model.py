@@ -28,6 +28,8 @@ from torch import nn
 from quantfish.nnue.architecture import FC0_OUT, FC1_OUT, LAYER_STACKS, NUM_FEATURES, PS_NB, PSQT_BUCKETS
 from quantfish.nnue import scales
 from quantfish.train.ftkernel import as_tensor, clip_table, feature_transform, runs_here
+from quantfish.train import stackkernel
+from quantfish.train.stackkernel import FC1_IN, N_HIDDEN
 
 SUPPORTED_L1 = (128, 256, 512, 1024)
 # Quantisation-aware training: "ste" rounds the weights to the format's grid (straight-through); "dorefa"
@@ -36,8 +38,6 @@ SUPPORTED_L1 = (128, 256, 512, 1024)
 # "wrpn" clips the weights to their range and floors the activations, with ``qat_bits`` below 8 for a
 # coarser weight grid (WRPN's reduced precision; its wider layers are ``l1``).
 QAT_METHODS = ("ste", "dorefa", "pact", "wrpn")
-N_HIDDEN = FC0_OUT - 1          # fc_0 outputs that feed fc_1
-FC1_IN = 2 * N_HIDDEN           # 15 squared + 15 clipped
 PAD = NUM_FEATURES              # embedding row of the padding index
 VIRTUAL = NUM_FEATURES + 1      # first row of the factoriser's virtual features (PS_NB of them)
 
@@ -243,11 +243,12 @@ class NnueModel(nn.Module):
         x = self._act(x)
         psqt = psqt_all.gather(1, bucket.unsqueeze(1)).squeeze(1)
 
-        parts = []
-        for s, xs in enumerate(torch.split(x, counts)):
-            if xs.shape[0]:
-                parts.append(self._stack(s, xs, w0, b0, w1, b1, w2, b2))
-        out_sorted = (torch.cat(parts) + psqt) * scales.NNUE2SCORE
+        if not self._floors() and stackkernel.runs_here(x, w0, b0, w1, b1, w2, b2):
+            stacks = stackkernel.layer_stacks(x, bucket, w0, b0, w1, b1, w2, b2)     # all 8 in one kernel
+        else:
+            stacks = torch.cat([self._stack(s, xs, w0, b0, w1, b1, w2, b2)
+                                for s, xs in enumerate(torch.split(x, counts)) if xs.shape[0]])
+        out_sorted = (stacks + psqt) * scales.NNUE2SCORE
         back = torch.empty_like(order)
         back[order] = torch.arange(len(order), device=dev)
         return out_sorted[back]
