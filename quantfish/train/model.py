@@ -16,7 +16,8 @@ whatever the king's square, added to every real feature of that piece and square
 all 32 king buckets' positions at once, so what is common to them is learnt from 32 times the data; at export
 the virtual rows are folded into the real ones (``fold_factoriser``) and the net is the plain topology. The
 virtual rows start at zero, so a factorised model starts as the same function as an unfactorised one. On the CPU that sum, the clamp,
-the pairwise product and their gradients run as Numba kernels (``quantfish.train.ftkernel``).
+the pairwise product and their gradients run as Numba kernels (``quantfish.train.ftkernel``), and so do the
+layer stacks when their activations are not floored (``quantfish.train.stackkernel``).
 """
 
 from __future__ import annotations
@@ -254,7 +255,8 @@ class NnueModel(nn.Module):
         return out_sorted[back]
 
     def _stack(self, s: int, x, w0, b0, w1, b1, w2, b2) -> torch.Tensor:
-        """Layer stack ``s`` on its positions: fc_2 output plus the skip connection fc0[15] (float units)."""
+        """Layer stack ``s`` on its positions: fc_2 output plus the skip connection fc0[15] (float units). The
+        PyTorch form: on a GPU, and with floored activations (``stackkernel`` computes the rest on the CPU)."""
         r0, r1 = slice(s * FC0_OUT, (s + 1) * FC0_OUT), slice(s * FC1_OUT, (s + 1) * FC1_OUT)
         fc0 = F.linear(x, w0[r0], b0[r0])                                                 # [m, 16]
         h = fc0[:, :N_HIDDEN]
