@@ -44,18 +44,20 @@ plot-deps: $(PY)
 cluster-deps: $(PY)
 	$(PY) -m pip install -q -e '.[cluster]'
 
-# Remake Quantfish's own net the way quantfish/nets/qf-*.nnue was made (quantfish/nets/README.md), in three
+# Remake Quantfish's own net the way quantfish/nets/qf-*.nnue was made (quantfish/nets/README.md), in four
 # stages. The base: 270M positions the search evaluates in self-play, labelled with Stockfish 15.1's net's
 # raw output (the teacher: install its net first, make net), one epoch of factorised training at L1 = 256
 # under a cosine rate followed batch by batch; about 25 minutes of data and 45 of training on 2 cores. Then
 # 390M new positions from other games (resumable chunks), and one more epoch from the base's weights; about
-# 70 minutes of data and 40 of training. Then 300M more from other games, and one more epoch from the second
-# stage's weights; about 45 minutes of data and 30 of training. Needs make train-deps. The result is
-# build/ournet/ournet.nnue. OURNET_BASE=FILE starts the second stage from an existing base, OURNET_STAGE2=FILE
-# the third from an existing second stage, such as the earlier shipped nets from the repository's history.
+# 70 minutes of data and 40 of training. Then twice more: 300M more positions from other games and one more
+# epoch from the last stage's weights; about 45 minutes of data and 20 to 30 of training each. Needs make
+# train-deps. The result is build/ournet/ournet.nnue. OURNET_BASE=FILE starts the second stage from an
+# existing base, OURNET_STAGE2=FILE the third from an existing second stage, OURNET_STAGE3=FILE the fourth
+# from an existing third, such as the earlier shipped nets from the repository's history.
 OURNET_GEN = --workers 2 --depth 4 --nodes 300 --random-plies 8
 OURNET_BASE ?= build/ournet/base.nnue
 OURNET_STAGE2 ?= build/ournet/stage2.nnue
+OURNET_STAGE3 ?= build/ournet/stage3.nnue
 OURNET_TRAIN = --l1 256 --factoriser --epochs 1 --batch-size 16384 --lr-schedule cosine --lr-min-ratio 0.05 \
 	--lr-by-batch --val-fraction 0.005 --seed 1 --threads 2
 build/ournet/base.nnue: | $(PY)
@@ -76,13 +78,21 @@ build/ournet/stage2.nnue: $(OURNET_BASE)
 		--out build/ournet/run --init-net $(OURNET_BASE) --lr 5e-4 $(OURNET_TRAIN)
 	$(QF) export build/ournet/run/last.pt -o $@
 
-ournet: $(OURNET_STAGE2)
+build/ournet/stage3.nnue: $(OURNET_STAGE2)
 	mkdir -p build/ournet
 	test -f build/ournet/c16.bin || $(QF) gendata -o build/ournet/c16.bin --positions 150000000 --seed 16 $(OURNET_CHUNKS)
 	test -f build/ournet/c17.bin || $(QF) gendata -o build/ournet/c17.bin --positions 150000000 --seed 17 $(OURNET_CHUNKS)
 	$(QF) train --data build/ournet/c16.bin --data build/ournet/c17.bin --out build/ournet/run3 \
 		--init-net $(OURNET_STAGE2) --lr 5e-4 $(OURNET_TRAIN)
-	$(QF) export build/ournet/run3/last.pt -o build/ournet/ournet.nnue
+	$(QF) export build/ournet/run3/last.pt -o $@
+
+ournet: $(OURNET_STAGE3)
+	mkdir -p build/ournet
+	test -f build/ournet/c18.bin || $(QF) gendata -o build/ournet/c18.bin --positions 150000000 --seed 18 $(OURNET_CHUNKS)
+	test -f build/ournet/c19.bin || $(QF) gendata -o build/ournet/c19.bin --positions 150000000 --seed 19 $(OURNET_CHUNKS)
+	$(QF) train --data build/ournet/c18.bin --data build/ournet/c19.bin --out build/ournet/run4 \
+		--init-net $(OURNET_STAGE3) --lr 5e-4 $(OURNET_TRAIN)
+	$(QF) export build/ournet/run4/last.pt -o build/ournet/ournet.nnue
 
 test: $(PY)
 	$(PY) -m pytest -q

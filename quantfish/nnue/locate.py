@@ -20,8 +20,8 @@ DEFAULT_NET_NAME = "nn-ad9b42354671.nnue"
 DEFAULT_NET_SHA256 = "ad9b423546714137916bd38978af6fd68d7b8951bef25ff76bf43da72d6cb786"
 DEFAULT_NET_SIZE = 47_001_499
 ENV_VAR = "QUANTFISH_NET"
-OWN_NET_NAME = "qf-9e61b35b3d4d.nnue"       # Quantfish's own net, shipped in the package (quantfish/nets)
-OWN_NET_SHA256 = "9e61b35b3d4d7027d67aa6a2fd41213f3e33007ee60b1044d8170803a1395d72"
+OWN_NET_NAME = "qf-389a7bb87fa1.nnue"       # Quantfish's own net, shipped in the package (quantfish/nets)
+OWN_NET_SHA256 = "389a7bb87fa1feb465aba568e0f730518668524113aa18fbe49099f1c78babbf"
 BIG_NET_NAME = "nn-1c0000000000.nnue"       # Stockfish 17.1's big net (L1 = 3072)
 SMALL_NET_NAME = "nn-37f18f62d772.nnue"     # Stockfish 17.1's small net (L1 = 128)
 SMALL_ENV_VAR = "QUANTFISH_NET_SMALL"
