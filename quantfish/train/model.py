@@ -59,7 +59,6 @@ def fold_factoriser(table):
 _PIECE_VALUES = (126, 781, 825, 1276, 2538)   # pawn .. queen
 
 
-
 def _fake_quant(w: torch.Tensor, scale, bits: int = 8) -> torch.Tensor:
     """Round to the integer grid in the forward pass (below 8 bits, to the ``bits``-bit grid of
     ``_on_grid``), identity gradient (straight-through estimator)."""
@@ -279,6 +278,7 @@ class NnueModel(nn.Module):
             self._folded = clip_table(self.ft_weight, l1, (ft_lo, ft_hi), (ps_lo, ps_hi), PAD,
                                       VIRTUAL if self.factoriser else 0)
         else:
+            self._folded = None
             self._clip_table_torch(ft_lo, ft_hi, ps_lo, ps_hi)
         dense = ((self.w0, scales.W0), (self.w1, scales.W1), (self.w2, scales.W2))
         biases = ((self.ft_bias, scales.FT_BIAS), (self.b0, scales.B0), (self.b1, scales.B1), (self.b2, scales.B2))
