@@ -274,7 +274,7 @@ class FoldedTable(NamedTuple):
 
 
 def runs_here(weight) -> bool:
-    """Whether these kernels take the table ``weight`` (a float32 CPU tensor)."""
+    """Whether the compiled kernels (these and ``stackkernel``) take the tensor ``weight`` (float32, on the CPU)."""
     return weight.device.type == "cpu" and weight.dtype == torch.float32
 
 

@@ -243,7 +243,7 @@ class NnueModel(nn.Module):
         x = self._act(x)
         psqt = psqt_all.gather(1, bucket.unsqueeze(1)).squeeze(1)
 
-        if not self._floors() and stackkernel.runs_here(x, w0, b0, w1, b1, w2, b2):
+        if not self._floors() and all(runs_here(t) for t in (x, w0, b0, w1, b1, w2, b2)):
             stacks = stackkernel.layer_stacks(x, bucket, w0, b0, w1, b1, w2, b2)     # all 8 in one kernel
         else:
             stacks = torch.cat([self._stack(s, xs, w0, b0, w1, b1, w2, b2)

@@ -180,11 +180,6 @@ class _LayerStacks(torch.autograd.Function):
         return (grad_x, None) + tuple(torch.from_numpy(g) for g in sums)
 
 
-def runs_here(*tensors: torch.Tensor) -> bool:
-    """Whether this kernel takes these tensors (float32, on the CPU)."""
-    return all(t.device.type == "cpu" and t.dtype == torch.float32 for t in tensors)
-
-
 def layer_stacks(x, bucket, w0, b0, w1, b1, w2, b2) -> torch.Tensor:
     """Each row's stack output plus its skip connection [n] (float units). ``bucket``: int [n], the stack of
     each row (in any order; grouped by stack, the threads' weight gradients stay in cache); w0 [8 * 16, L1],
