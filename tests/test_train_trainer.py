@@ -180,8 +180,31 @@ def test_a_run_started_from_a_net_begins_as_that_net():
 
 def test_a_net_of_another_width_cannot_start_a_run():
     cfg = TrainConfig(l1=128, epochs=1, batch_size=64, val_fraction=0.0, init_net=str(_own_net_path()), log=None)
-    with pytest.raises(ValueError, match=r"L1 = 256, the model has L1 = 128 \(give --l1 256\)"):
+    with pytest.raises(ValueError, match=r"L1 = 256, the model has L1 = 128 \(give --l1 256 or wider\)"):
         train(distill_set(300, 3), cfg)
+
+
+def test_a_run_started_from_a_narrower_net_begins_as_that_net():
+    """--init-net with a wider --l1: the net's neuron pairs keep their places in each half of the feature
+    transformer and in fc_0's inputs, so the wide model computes the narrow net's function; its new neurons are
+    alive (random feature weights around the 0.5 bias), so training gives their fc_0 columns weight."""
+    from quantfish.nnue.io import load_net
+    from quantfish.train.quantize import dequantise
+    path = _own_net_path()
+    narrow = dequantise(load_net(path))
+    half, wide_half = narrow.l1 // 2, narrow.l1
+    new_cols = torch.cat([torch.arange(half, wide_half), torch.arange(wide_half + half, 2 * wide_half)])
+    arr = distill_set(300, 3)
+    args = (arr.white_idx, arr.black_idx, arr.stm, arr.bucket)
+    cfg = dict(l1=2 * narrow.l1, factoriser=True, epochs=1, batch_size=64, val_fraction=0.0, seed=3,
+               init_net=str(path), log=None)
+    wide = train(arr, TrainConfig(lr=1e-30, **cfg)).model
+    with torch.no_grad():
+        expected = narrow(*args).double().numpy()
+        np.testing.assert_allclose(wide(*args).double().numpy(), expected, rtol=1e-5, atol=1e-3)
+    assert wide.ft_weight[:, new_cols].abs().sum() > 0
+    trained = train(arr, TrainConfig(lr=1e-3, **cfg)).model
+    assert (trained.w0[:, new_cols].abs().sum(0) > 0).all()
 
 
 def test_a_net_of_another_format_cannot_start_a_run():

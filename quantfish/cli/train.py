@@ -105,8 +105,9 @@ def _load_source(spec: str):
               help="Bits of the dense layers' weights under dorefa and wrpn (8: the format's int8).")
 @click.option("--resume", type=click.Path(dir_okay=False), default=None, help="Continue from a checkpoint.")
 @click.option("--init-net", type=click.Path(dir_okay=False), default=None,
-              help="Start from the weights of a .nnue net of the same L1 (Stockfish 15.1's format; the "
-                   "factoriser's rows at zero) instead of random ones: a new run that continues a net's training.")
+              help="Start from the weights of a .nnue net (Stockfish 15.1's format; the factoriser's rows at "
+                   "zero) instead of random ones: a new run that continues a net's training. A net narrower than "
+                   "--l1 is widened: the same function, with new neurons to train.")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--threads", type=click.IntRange(1, None), default=None,
               help="CPU threads (PyTorch and the feature-transformer kernels; default: every core, shared out "

@@ -328,6 +328,30 @@ class NnueModel(nn.Module):
         hi2 = (scales.W2.clip_range[1] / a1).unsqueeze(1)
         self.w2.copy_(torch.minimum(torch.maximum(self.w2, -hi2), hi2))
 
+    @torch.no_grad()
+    def widen_from(self, narrow: "NnueModel") -> None:
+        """Start as the function of a narrower unfactorised model (Net2Net's wider net): its neuron pairs
+        (j, j + L1/2) become this model's pairs (j, j + self.l1/2), and fc_0 reads their products where it read
+        them before. The other pairs keep their random feature weights and get zero fc_0 columns, so they add
+        nothing until training gives them a use: a wider net continues from a trained narrower one."""
+        if narrow.l1 > self.l1 or narrow.factoriser:
+            raise ValueError(f"cannot widen L1 = {narrow.l1} into L1 = {self.l1}: the model to widen must be "
+                             f"unfactorised and no wider")
+        old_half, half = narrow.l1 // 2, self.l1 // 2
+        cols = torch.cat([torch.arange(old_half), torch.arange(half, half + old_half)])
+        # The feature transform's columns are [first halves, second halves] and fc_0's inputs [side to move's
+        # products, the other side's]: the same map takes both from the narrow layout to the wide one.
+        self.ft_weight[:VIRTUAL, cols] = narrow.ft_weight[:VIRTUAL, :narrow.l1]
+        self.ft_weight[:VIRTUAL, self.l1:] = narrow.ft_weight[:VIRTUAL, narrow.l1:]
+        self.ft_weight[VIRTUAL:] = 0.0
+        self.ft_bias[cols] = narrow.ft_bias
+        self.w0.zero_()
+        self.w0[:, cols] = narrow.w0
+        for mine, theirs in ((self.b0, narrow.b0), (self.w1, narrow.w1), (self.b1, narrow.b1),
+                             (self.w2, narrow.w2), (self.b2, narrow.b2)):
+            mine.copy_(theirs)
+        self._folded = None
+
     def folded(self) -> "NnueModel":
         """The same function without the factoriser: its virtual rows added into the real ones."""
         if not self.factoriser:

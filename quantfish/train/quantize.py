@@ -63,7 +63,7 @@ def dequantise(net: Net, model: NnueModel | None = None) -> NnueModel:
         raise ValueError(f"{name}: unsupported layer stack shape: {net.arch.describe()}")
     model = model if model is not None else NnueModel(l1, seed=None)
     if model.l1 != l1:
-        raise ValueError(f"{name}: L1 = {l1}, the model has L1 = {model.l1} (give --l1 {l1})")
+        raise ValueError(f"{name}: L1 = {l1}, the model has L1 = {model.l1} (give --l1 {l1} or wider)")
     f = lambda a, q: torch.from_numpy(np.asarray(a, np.float64) / q.scale).float()
     with torch.no_grad():
         model.ft_weight.zero_()

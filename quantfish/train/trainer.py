@@ -303,13 +303,18 @@ def _train(data, config, resume, val_data, device, ranks) -> TrainResult:
 def _start_from_net(model: NnueModel, path) -> None:
     """The model's weights set to a .nnue net's, divided by the fixed scales (``quantize.dequantise``); the
     factoriser's virtual rows start at zero, so the model starts as the net's function and a longer training
-    continues from it (nnue-pytorch's start from a model)."""
+    continues from it (nnue-pytorch's start from a model). A net narrower than the model is widened
+    (``NnueModel.widen_from``): the same function, with new neurons for the training to use."""
     from quantfish.nnue.io import load_net
     from quantfish.train.quantize import dequantise
     if model.qat == "dorefa":
         raise ValueError("--init-net cannot start a --qat dorefa run: its weights are the tanh image of latent "
                          "ones, which a net's weights do not give")
-    dequantise(load_net(path), model)
+    net = load_net(path)
+    if net.arch.l1 < model.l1:
+        model.widen_from(dequantise(net))
+    else:
+        dequantise(net, model)
     model.clip_weights()
 
 
