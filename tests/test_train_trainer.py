@@ -178,9 +178,11 @@ def test_a_run_started_from_a_net_begins_as_that_net():
     assert started.history[0]["train_loss"] < 0.5 * random_start.history[0]["train_loss"]
 
 
-def test_a_net_of_another_width_cannot_start_a_run():
-    cfg = TrainConfig(l1=128, epochs=1, batch_size=64, val_fraction=0.0, init_net=str(_own_net_path()), log=None)
-    with pytest.raises(ValueError, match=r"L1 = 256, the model has L1 = 128 \(give --l1 256 or wider\)"):
+def test_a_net_wider_than_the_model_cannot_start_a_run():
+    from quantfish.nnue.io import load_net
+    l1 = load_net(_own_net_path()).arch.l1
+    cfg = TrainConfig(l1=l1 // 2, epochs=1, batch_size=64, val_fraction=0.0, init_net=str(_own_net_path()), log=None)
+    with pytest.raises(ValueError, match=rf"L1 = {l1}, the model has L1 = {l1 // 2} \(give --l1 {l1} or wider\)"):
         train(distill_set(300, 3), cfg)
 
 
@@ -192,11 +194,12 @@ def test_a_run_started_from_a_narrower_net_begins_as_that_net():
     from quantfish.train.quantize import dequantise
     path = _own_net_path()
     narrow = dequantise(load_net(path))
-    half, wide_half = narrow.l1 // 2, narrow.l1
-    new_cols = torch.cat([torch.arange(half, wide_half), torch.arange(wide_half + half, 2 * wide_half)])
+    wide_l1 = narrow.l1 + 128
+    half, wide_half = narrow.l1 // 2, wide_l1 // 2
+    new_cols = torch.cat([torch.arange(half, wide_half), torch.arange(wide_half + half, wide_l1)])
     arr = distill_set(300, 3)
     args = (arr.white_idx, arr.black_idx, arr.stm, arr.bucket)
-    cfg = dict(l1=2 * narrow.l1, factoriser=True, epochs=1, batch_size=64, val_fraction=0.0, seed=3,
+    cfg = dict(l1=wide_l1, factoriser=True, epochs=1, batch_size=64, val_fraction=0.0, seed=3,
                init_net=str(path), log=None)
     wide = train(arr, TrainConfig(lr=1e-30, **cfg)).model
     with torch.no_grad():
