@@ -44,20 +44,24 @@ plot-deps: $(PY)
 cluster-deps: $(PY)
 	$(PY) -m pip install -q -e '.[cluster]'
 
-# Remake Quantfish's own net the way quantfish/nets/qf-*.nnue was made (quantfish/nets/README.md), in four
+# Remake Quantfish's own net the way quantfish/nets/qf-*.nnue was made (quantfish/nets/README.md), in five
 # stages. The base: 270M positions the search evaluates in self-play, labelled with Stockfish 15.1's net's
 # raw output (the teacher: install its net first, make net), one epoch of factorised training at L1 = 256
 # under a cosine rate followed batch by batch; about 25 minutes of data and 45 of training on 2 cores. Then
 # 390M new positions from other games (resumable chunks), and one more epoch from the base's weights; about
 # 70 minutes of data and 40 of training. Then twice more: 300M more positions from other games and one more
-# epoch from the last stage's weights; about 45 minutes of data and 20 to 30 of training each. Needs make
-# train-deps. The result is build/ournet/ournet.nnue. OURNET_BASE=FILE starts the second stage from an
-# existing base, OURNET_STAGE2=FILE the third from an existing second stage, OURNET_STAGE3=FILE the fourth
-# from an existing third, such as the earlier shipped nets from the repository's history.
+# epoch from the last stage's weights; about 45 minutes of data and 20 to 30 of training each. Last, 150M
+# more positions and one more epoch with a larger loss scale (--wdl-scale 500) and all of them in the shuffle
+# buffer (about 5 GB of memory); about 25 minutes of data and 11 of training. Needs make train-deps. The
+# result is build/ournet/ournet.nnue. OURNET_BASE=FILE starts the second stage from an existing base,
+# OURNET_STAGE2=FILE the third from an existing second stage, OURNET_STAGE3=FILE the fourth from an existing
+# third, OURNET_STAGE4=FILE the fifth from an existing fourth, such as the earlier shipped nets from the
+# repository's history.
 OURNET_GEN = --workers 2 --depth 4 --nodes 300 --random-plies 8
 OURNET_BASE ?= build/ournet/base.nnue
 OURNET_STAGE2 ?= build/ournet/stage2.nnue
 OURNET_STAGE3 ?= build/ournet/stage3.nnue
+OURNET_STAGE4 ?= build/ournet/stage4.nnue
 OURNET_TRAIN = --l1 256 --factoriser --epochs 1 --batch-size 16384 --lr-schedule cosine --lr-min-ratio 0.05 \
 	--lr-by-batch --val-fraction 0.005 --seed 1 --threads 2
 build/ournet/base.nnue: | $(PY)
@@ -86,13 +90,20 @@ build/ournet/stage3.nnue: $(OURNET_STAGE2)
 		--init-net $(OURNET_STAGE2) --lr 5e-4 $(OURNET_TRAIN)
 	$(QF) export build/ournet/run3/last.pt -o $@
 
-ournet: $(OURNET_STAGE3)
+build/ournet/stage4.nnue: $(OURNET_STAGE3)
 	mkdir -p build/ournet
 	test -f build/ournet/c18.bin || $(QF) gendata -o build/ournet/c18.bin --positions 150000000 --seed 18 $(OURNET_CHUNKS)
 	test -f build/ournet/c19.bin || $(QF) gendata -o build/ournet/c19.bin --positions 150000000 --seed 19 $(OURNET_CHUNKS)
 	$(QF) train --data build/ournet/c18.bin --data build/ournet/c19.bin --out build/ournet/run4 \
 		--init-net $(OURNET_STAGE3) --lr 5e-4 $(OURNET_TRAIN)
-	$(QF) export build/ournet/run4/last.pt -o build/ournet/ournet.nnue
+	$(QF) export build/ournet/run4/last.pt -o $@
+
+ournet: $(OURNET_STAGE4)
+	mkdir -p build/ournet
+	test -f build/ournet/c21.bin || $(QF) gendata -o build/ournet/c21.bin --positions 150000000 --seed 21 $(OURNET_CHUNKS)
+	$(QF) train --data build/ournet/c21.bin --out build/ournet/run5 --init-net $(OURNET_STAGE4) --lr 5e-4 \
+		--wdl-scale 500 --shuffle-buffer 150000000 $(OURNET_TRAIN)
+	$(QF) export build/ournet/run5/last.pt -o build/ournet/ournet.nnue
 
 test: $(PY)
 	$(PY) -m pytest -q
