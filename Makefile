@@ -73,37 +73,39 @@ build/ournet/base.nnue: | $(PY)
 	$(QF) export build/ournet/base-run/last.pt -o $@
 
 OURNET_CHUNKS = --sample 8 --chunk-positions 10000000 $(OURNET_GEN)
+# $(call ournet_data,SEED,POSITIONS): build/ournet/cSEED.bin, resumed if a run stopped, kept once written.
+ournet_data = test -f build/ournet/c$(1).bin || \
+	$(QF) gendata -o build/ournet/c$(1).bin --positions $(2) --seed $(1) $(OURNET_CHUNKS)
+# $(call ournet_epoch,RUN,INIT,SEEDS,OPTIONS,OUT): one epoch over the SEEDS' files from INIT's weights.
+define ournet_epoch
+$(QF) train $(foreach seed,$(3),--data build/ournet/c$(seed).bin) --out build/ournet/$(1) --init-net $(2) \
+	--lr 5e-4 $(4) $(OURNET_TRAIN)
+$(QF) export build/ournet/$(1)/last.pt -o $(5)
+endef
+
 build/ournet/stage2.nnue: $(OURNET_BASE)
 	mkdir -p build/ournet
-	test -f build/ournet/c13.bin || $(QF) gendata -o build/ournet/c13.bin --positions 170000000 --seed 13 $(OURNET_CHUNKS)
-	test -f build/ournet/c14.bin || $(QF) gendata -o build/ournet/c14.bin --positions 160000000 --seed 14 $(OURNET_CHUNKS)
-	test -f build/ournet/c15.bin || $(QF) gendata -o build/ournet/c15.bin --positions 60000000 --seed 15 $(OURNET_CHUNKS)
-	$(QF) train --data build/ournet/c13.bin --data build/ournet/c14.bin --data build/ournet/c15.bin \
-		--out build/ournet/run --init-net $(OURNET_BASE) --lr 5e-4 $(OURNET_TRAIN)
-	$(QF) export build/ournet/run/last.pt -o $@
+	$(call ournet_data,13,170000000)
+	$(call ournet_data,14,160000000)
+	$(call ournet_data,15,60000000)
+	$(call ournet_epoch,run,$<,13 14 15,,$@)
 
 build/ournet/stage3.nnue: $(OURNET_STAGE2)
 	mkdir -p build/ournet
-	test -f build/ournet/c16.bin || $(QF) gendata -o build/ournet/c16.bin --positions 150000000 --seed 16 $(OURNET_CHUNKS)
-	test -f build/ournet/c17.bin || $(QF) gendata -o build/ournet/c17.bin --positions 150000000 --seed 17 $(OURNET_CHUNKS)
-	$(QF) train --data build/ournet/c16.bin --data build/ournet/c17.bin --out build/ournet/run3 \
-		--init-net $(OURNET_STAGE2) --lr 5e-4 $(OURNET_TRAIN)
-	$(QF) export build/ournet/run3/last.pt -o $@
+	$(call ournet_data,16,150000000)
+	$(call ournet_data,17,150000000)
+	$(call ournet_epoch,run3,$<,16 17,,$@)
 
 build/ournet/stage4.nnue: $(OURNET_STAGE3)
 	mkdir -p build/ournet
-	test -f build/ournet/c18.bin || $(QF) gendata -o build/ournet/c18.bin --positions 150000000 --seed 18 $(OURNET_CHUNKS)
-	test -f build/ournet/c19.bin || $(QF) gendata -o build/ournet/c19.bin --positions 150000000 --seed 19 $(OURNET_CHUNKS)
-	$(QF) train --data build/ournet/c18.bin --data build/ournet/c19.bin --out build/ournet/run4 \
-		--init-net $(OURNET_STAGE3) --lr 5e-4 $(OURNET_TRAIN)
-	$(QF) export build/ournet/run4/last.pt -o $@
+	$(call ournet_data,18,150000000)
+	$(call ournet_data,19,150000000)
+	$(call ournet_epoch,run4,$<,18 19,,$@)
 
 ournet: $(OURNET_STAGE4)
 	mkdir -p build/ournet
-	test -f build/ournet/c21.bin || $(QF) gendata -o build/ournet/c21.bin --positions 150000000 --seed 21 $(OURNET_CHUNKS)
-	$(QF) train --data build/ournet/c21.bin --out build/ournet/run5 --init-net $(OURNET_STAGE4) --lr 5e-4 \
-		--wdl-scale 500 --shuffle-buffer 150000000 $(OURNET_TRAIN)
-	$(QF) export build/ournet/run5/last.pt -o build/ournet/ournet.nnue
+	$(call ournet_data,21,150000000)
+	$(call ournet_epoch,run5,$<,21,--wdl-scale 500 --shuffle-buffer 150000000,build/ournet/ournet.nnue)
 
 test: $(PY)
 	$(PY) -m pytest -q
