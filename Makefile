@@ -76,7 +76,7 @@ build/ournet/base.nnue: | $(PY)
 
 OURNET_CHUNKS = --sample 8 --chunk-positions 10000000 $(OURNET_GEN)
 # $(call ournet_data,SEED,POSITIONS): build/ournet/cSEED.bin, resumed if a run stopped, kept once written.
-ournet_data = test -f build/ournet/c$(1).bin || \
+ournet_data = mkdir -p build/ournet && test -f build/ournet/c$(1).bin || \
 	$(QF) gendata -o build/ournet/c$(1).bin --positions $(2) --seed $(1) $(OURNET_CHUNKS)
 # $(call ournet_epoch,RUN,INIT,SEEDS,OPTIONS,OUT): one epoch over the SEEDS' files from INIT's weights.
 define ournet_epoch
@@ -86,20 +86,17 @@ $(QF) export build/ournet/$(1)/last.pt -o $(5)
 endef
 
 build/ournet/stage2.nnue: $(OURNET_BASE)
-	mkdir -p build/ournet
 	$(call ournet_data,13,170000000)
 	$(call ournet_data,14,160000000)
 	$(call ournet_data,15,60000000)
 	$(call ournet_epoch,run,$<,13 14 15,,$@)
 
 build/ournet/stage3.nnue: $(OURNET_STAGE2)
-	mkdir -p build/ournet
 	$(call ournet_data,16,150000000)
 	$(call ournet_data,17,150000000)
 	$(call ournet_epoch,run3,$<,16 17,,$@)
 
 build/ournet/stage4.nnue: $(OURNET_STAGE3)
-	mkdir -p build/ournet
 	$(call ournet_data,18,150000000)
 	$(call ournet_data,19,150000000)
 	$(call ournet_epoch,run4,$<,18 19,,$@)
@@ -107,12 +104,10 @@ build/ournet/stage4.nnue: $(OURNET_STAGE3)
 # The fifth and sixth stages: a larger loss scale, and the whole file in the shuffle buffer.
 OURNET_LATE = --wdl-scale 500 --shuffle-buffer 150000000
 build/ournet/stage5.nnue: $(OURNET_STAGE4)
-	mkdir -p build/ournet
 	$(call ournet_data,21,150000000)
 	$(call ournet_epoch,run5,$<,21,$(OURNET_LATE),$@)
 
 ournet: $(OURNET_STAGE5)
-	mkdir -p build/ournet
 	$(call ournet_data,23,150000000)
 	$(call ournet_epoch,run6,$<,23,$(OURNET_LATE),build/ournet/ournet.nnue)
 
