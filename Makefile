@@ -44,26 +44,25 @@ plot-deps: $(PY)
 cluster-deps: $(PY)
 	$(PY) -m pip install -q -e '.[cluster]'
 
-# Remake Quantfish's own net the way quantfish/nets/qf-*.nnue was made (quantfish/nets/README.md), in six
+# Remake Quantfish's own net the way quantfish/nets/qf-*.nnue was made (quantfish/nets/README.md), in seven
 # stages. The base: 270M positions the search evaluates in self-play, labelled with Stockfish 15.1's net's
 # raw output (the teacher: install its net first, make net), one epoch of factorised training at L1 = 256
 # under a cosine rate followed batch by batch; about 25 minutes of data and 45 of training on 2 cores. Then
 # 390M new positions from other games (resumable chunks), and one more epoch from the base's weights; about
 # 70 minutes of data and 40 of training. Then twice more: 300M more positions from other games and one more
-# epoch from the last stage's weights; about 45 minutes of data and 20 to 30 of training each. Last, 150M
-# more positions and one more epoch with a larger loss scale (--wdl-scale 500) and all of them in the shuffle
-# buffer (about 5 GB of memory); about 25 minutes of data and 11 of training; then the same once more on 150M
-# new positions. Needs make train-deps. The result is build/ournet/ournet.nnue. OURNET_BASE=FILE starts the
-# second stage from an existing base, OURNET_STAGE2=FILE the third from an existing second stage,
-# OURNET_STAGE3=FILE the fourth from an existing third, OURNET_STAGE4=FILE the fifth from an existing fourth,
-# OURNET_STAGE5=FILE the sixth from an existing fifth, such as the earlier shipped nets from the repository's
-# history.
+# epoch from the last stage's weights; about 45 minutes of data and 20 to 30 of training each. Last, three
+# times: 150M more positions and one more epoch with a larger loss scale (--wdl-scale 500) and all of them in
+# the shuffle buffer (about 5 GB of memory); about 25 minutes of data and 11 of training each. Needs make
+# train-deps. The result is build/ournet/ournet.nnue. OURNET_BASE=FILE starts the second stage from an
+# existing base, OURNET_STAGE2=FILE the third from an existing second stage, and so on to OURNET_STAGE6=FILE,
+# the seventh from an existing sixth, such as the earlier shipped nets from the repository's history.
 OURNET_GEN = --workers 2 --depth 4 --nodes 300 --random-plies 8
 OURNET_BASE ?= build/ournet/base.nnue
 OURNET_STAGE2 ?= build/ournet/stage2.nnue
 OURNET_STAGE3 ?= build/ournet/stage3.nnue
 OURNET_STAGE4 ?= build/ournet/stage4.nnue
 OURNET_STAGE5 ?= build/ournet/stage5.nnue
+OURNET_STAGE6 ?= build/ournet/stage6.nnue
 OURNET_TRAIN = --l1 256 --factoriser --epochs 1 --batch-size 16384 --lr-schedule cosine --lr-min-ratio 0.05 \
 	--lr-by-batch --val-fraction 0.005 --seed 1 --threads 2
 build/ournet/base.nnue: | $(PY)
@@ -101,15 +100,19 @@ build/ournet/stage4.nnue: $(OURNET_STAGE3)
 	$(call ournet_data,19,150000000)
 	$(call ournet_epoch,run4,$<,18 19,,$@)
 
-# The fifth and sixth stages: a larger loss scale, and the whole file in the shuffle buffer.
+# The fifth to seventh stages: a larger loss scale, and the whole file in the shuffle buffer.
 OURNET_LATE = --wdl-scale 500 --shuffle-buffer 150000000
 build/ournet/stage5.nnue: $(OURNET_STAGE4)
 	$(call ournet_data,21,150000000)
 	$(call ournet_epoch,run5,$<,21,$(OURNET_LATE),$@)
 
-ournet: $(OURNET_STAGE5)
+build/ournet/stage6.nnue: $(OURNET_STAGE5)
 	$(call ournet_data,23,150000000)
-	$(call ournet_epoch,run6,$<,23,$(OURNET_LATE),build/ournet/ournet.nnue)
+	$(call ournet_epoch,run6,$<,23,$(OURNET_LATE),$@)
+
+ournet: $(OURNET_STAGE6)
+	$(call ournet_data,24,150000000)
+	$(call ournet_epoch,run7,$<,24,$(OURNET_LATE),build/ournet/ournet.nnue)
 
 test: $(PY)
 	$(PY) -m pytest -q
