@@ -75,8 +75,8 @@ build/ournet/base.nnue: | $(PY)
 
 OURNET_CHUNKS = --sample 8 --chunk-positions 10000000 $(OURNET_GEN)
 # $(call ournet_data,SEED,POSITIONS): build/ournet/cSEED.bin, resumed if a run stopped, kept once written.
-ournet_data = mkdir -p build/ournet && test -f build/ournet/c$(1).bin || \
-	$(QF) gendata -o build/ournet/c$(1).bin --positions $(2) --seed $(1) $(OURNET_CHUNKS)
+ournet_data = mkdir -p build/ournet && { test -f build/ournet/c$(1).bin || \
+	$(QF) gendata -o build/ournet/c$(1).bin --positions $(2) --seed $(1) $(OURNET_CHUNKS); }
 # $(call ournet_epoch,RUN,INIT,SEEDS,OPTIONS,OUT): one epoch over the SEEDS' files from INIT's weights.
 define ournet_epoch
 $(QF) train $(foreach seed,$(3),--data build/ournet/c$(seed).bin) --out build/ournet/$(1) --init-net $(2) \
