@@ -44,18 +44,20 @@ plot-deps: $(PY)
 cluster-deps: $(PY)
 	$(PY) -m pip install -q -e '.[cluster]'
 
-# Remake Quantfish's own net the way quantfish/nets/qf-*.nnue was made (quantfish/nets/README.md), in seven
+# Remake Quantfish's own net the way quantfish/nets/qf-*.nnue was made (quantfish/nets/README.md), in eight
 # stages. The base: 270M positions the search evaluates in self-play, labelled with Stockfish 15.1's net's
 # raw output (the teacher: install its net first, make net), one epoch of factorised training at L1 = 256
 # under a cosine rate followed batch by batch; about 25 minutes of data and 45 of training on 2 cores. Then
 # 390M new positions from other games (resumable chunks), and one more epoch from the base's weights; about
 # 70 minutes of data and 40 of training. Then twice more: 300M more positions from other games and one more
-# epoch from the last stage's weights; about 45 minutes of data and 20 to 30 of training each. Last, three
-# times: 150M more positions and one more epoch with a larger loss scale (--wdl-scale 500) and all of them in
-# the shuffle buffer (about 5 GB of memory); about 25 minutes of data and 11 of training each. Needs make
-# train-deps. The result is build/ournet/ournet.nnue. OURNET_BASE=FILE starts the second stage from an
-# existing base, OURNET_STAGE2=FILE the third from an existing second stage, and so on to OURNET_STAGE6=FILE,
-# the seventh from an existing sixth, such as the earlier shipped nets from the repository's history.
+# epoch from the last stage's weights; about 45 minutes of data and 20 to 30 of training each. Then three
+# times: 150M more positions and one more epoch with a larger loss scale (--wdl-scale 500) and 150M positions
+# in the shuffle buffer (about 5 GB of memory); about 25 minutes of data and 11 of training each. Last, the
+# seventh stage's net widened to L1 = 512 and one more epoch over those three stages' 450M positions; about
+# 50 minutes. Needs make train-deps. The result is build/ournet/ournet.nnue. OURNET_BASE=FILE starts the
+# second stage from an existing base, OURNET_STAGE2=FILE the third from an existing second stage, and so on to
+# OURNET_STAGE7=FILE, the last from an existing seventh, such as the earlier shipped nets from the
+# repository's history.
 OURNET_GEN = --workers 2 --depth 4 --nodes 300 --random-plies 8
 OURNET_BASE ?= build/ournet/base.nnue
 OURNET_STAGE2 ?= build/ournet/stage2.nnue
@@ -63,14 +65,15 @@ OURNET_STAGE3 ?= build/ournet/stage3.nnue
 OURNET_STAGE4 ?= build/ournet/stage4.nnue
 OURNET_STAGE5 ?= build/ournet/stage5.nnue
 OURNET_STAGE6 ?= build/ournet/stage6.nnue
-OURNET_TRAIN = --l1 256 --factoriser --epochs 1 --batch-size 16384 --lr-schedule cosine --lr-min-ratio 0.05 \
+OURNET_STAGE7 ?= build/ournet/stage7.nnue
+OURNET_TRAIN = --factoriser --epochs 1 --batch-size 16384 --lr-schedule cosine --lr-min-ratio 0.05 \
 	--lr-by-batch --val-fraction 0.005 --seed 1 --threads 2
 build/ournet/base.nnue: | $(PY)
 	mkdir -p build/ournet && rm -f build/ournet/d2.bin build/ournet/d3.bin
 	$(QF) gendata -o build/ournet/d2.bin --positions 100000000 --seed 12 --sample 2 $(OURNET_GEN)
 	$(QF) gendata -o build/ournet/d3.bin --positions 170000000 --seed 13 --sample 8 $(OURNET_GEN)
 	$(QF) train --data build/ournet/d2.bin --data build/ournet/d3.bin --out build/ournet/base-run --lr 1e-3 \
-		$(OURNET_TRAIN)
+		--l1 256 $(OURNET_TRAIN)
 	$(QF) export build/ournet/base-run/last.pt -o $@
 
 OURNET_CHUNKS = --sample 8 --chunk-positions 10000000 $(OURNET_GEN)
@@ -88,31 +91,37 @@ build/ournet/stage2.nnue: $(OURNET_BASE)
 	$(call ournet_data,13,170000000)
 	$(call ournet_data,14,160000000)
 	$(call ournet_data,15,60000000)
-	$(call ournet_epoch,run,$<,13 14 15,,$@)
+	$(call ournet_epoch,run,$<,13 14 15,--l1 256,$@)
 
 build/ournet/stage3.nnue: $(OURNET_STAGE2)
 	$(call ournet_data,16,150000000)
 	$(call ournet_data,17,150000000)
-	$(call ournet_epoch,run3,$<,16 17,,$@)
+	$(call ournet_epoch,run3,$<,16 17,--l1 256,$@)
 
 build/ournet/stage4.nnue: $(OURNET_STAGE3)
 	$(call ournet_data,18,150000000)
 	$(call ournet_data,19,150000000)
-	$(call ournet_epoch,run4,$<,18 19,,$@)
+	$(call ournet_epoch,run4,$<,18 19,--l1 256,$@)
 
 # The fifth to seventh stages: a larger loss scale, and the whole file in the shuffle buffer.
 OURNET_LATE = --wdl-scale 500 --shuffle-buffer 150000000
 build/ournet/stage5.nnue: $(OURNET_STAGE4)
 	$(call ournet_data,21,150000000)
-	$(call ournet_epoch,run5,$<,21,$(OURNET_LATE),$@)
+	$(call ournet_epoch,run5,$<,21,--l1 256 $(OURNET_LATE),$@)
 
 build/ournet/stage6.nnue: $(OURNET_STAGE5)
 	$(call ournet_data,23,150000000)
-	$(call ournet_epoch,run6,$<,23,$(OURNET_LATE),$@)
+	$(call ournet_epoch,run6,$<,23,--l1 256 $(OURNET_LATE),$@)
 
-ournet: $(OURNET_STAGE6)
+build/ournet/stage7.nnue: $(OURNET_STAGE6)
 	$(call ournet_data,24,150000000)
-	$(call ournet_epoch,run7,$<,24,$(OURNET_LATE),build/ournet/ournet.nnue)
+	$(call ournet_epoch,run7,$<,24,--l1 256 $(OURNET_LATE),$@)
+
+ournet: $(OURNET_STAGE7)
+	$(call ournet_data,21,150000000)
+	$(call ournet_data,23,150000000)
+	$(call ournet_data,24,150000000)
+	$(call ournet_epoch,run8,$<,21 23 24,--l1 512 $(OURNET_LATE),build/ournet/ournet.nnue)
 
 test: $(PY)
 	$(PY) -m pytest -q

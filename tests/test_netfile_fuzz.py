@@ -3,7 +3,7 @@ engine meets, each refused by the loader (``quantfish.nnue.loader.load_nets`` an
 with a message naming the problem, never a stray IndexError, struct.error or numpy error; and through UCI,
 ``setoption name EvalFile value <bad>`` leaves the previous net live (same eval, same search) with an info string.
 
-Formats: Stockfish 15.1's net, Quantfish's own shipped net (same raw format, L1 = 256), a Quantfish-format file
+Formats: Stockfish 15.1's net, Quantfish's own shipped net (same raw format, L1 = 512), a Quantfish-format file
 (``quantfish.nnue.io.quantfish``, made here from the own net, which the engine plays; its scheme record has a CRC),
 and the synthetic Stockfish 17.1 nets (LEB128 feature transformer; the big one only where it fails early, its
 full decode taking seconds).
@@ -290,8 +290,8 @@ def test_uci_keeps_the_previous_net(tmp_path, stats, sf_net, nnue17_dir):
                                                         r"name says ad9b42354671"),
         "empty.nnue": (b"", r"truncated file: version needs 4 bytes at offset 0"),
         "quantfish-format.nnue": (qf[:-1] + bytes([qf[-1] ^ 1]), r"scheme record CRC mismatch"),
-        "long/" + OWN_NET_NAME: (own + b"\0", r"nor is it a raw net of L1 = 256, which has 12298630 bytes: "
-                                              r"this file has 12298631 \(1 too many\)"),
+        "long/" + OWN_NET_NAME: (own + b"\0", r"nor is it a raw net of L1 = 512, which has 23866246 bytes: "
+                                              r"this file has 23866247 \(1 too many\)"),
         "header.nnue": (data[:4] + bytes([data[4] ^ 1]) + data[5:], r"header hash mismatch"),
         "small-alone.nnue": ((nnue17_dir / "synthetic_small.nnue").read_bytes(), r"needs the small net of its pair"),
     }

@@ -101,6 +101,6 @@ def test_own_net_is_the_fallback_and_intact(tmp_path, monkeypatch):
     monkeypatch.setenv("QUANTFISH_NET", str(lone))
     net = load_nets()
     assert not isinstance(net, NetPair) and net.path.endswith(OWN_NET_NAME)
-    assert net.arch.l1 == 256 and net.arch.generation == GEN_SF15_1
+    assert net.arch.l1 == 512 and net.arch.generation == GEN_SF15_1
     monkeypatch.delenv("QUANTFISH_NET")
     assert load_nets(OWN_NET_NAME).path == str(own)        # EvalFile by name: a bare name found in nets/

@@ -125,15 +125,20 @@ def test_truncated(net_bytes_15, tmp_path):
 
 
 def test_a_raw_net_of_another_width_with_bytes_added_or_cut(tmp_path):
-    """Quantfish's own net (raw layout, L1 = 256) with a byte added or cut is not its raw size, so the reader
+    """Quantfish's own net (raw layout, L1 = 512) with a byte added or cut is not its raw size, so the reader
     looks for a Stockfish 16+ net's LEB128 magic; the message says both, with the raw size and the difference
     (it said only "wrong LEB128 magic", for a file that had just one byte too many)."""
     from quantfish.nnue.locate import OWN_NET_NAME, package_nets_dir
     own = (package_nets_dir() / OWN_NET_NAME).read_bytes()
-    for data, words in ((own + b"\0", "12298631 (1 too many)"), (own[:-1000], "12297630 (1000 too few)")):
+    # Its raw size, from the format: 12 header bytes and a 54-byte description; the feature transformer's hash,
+    # 512 int16 biases, 22528 x 512 int16 weights and 22528 x 8 int32 PSQT weights; 8 layer stacks, each a hash,
+    # fc_0 (16 int32 biases, 16 x 512 int8 weights), fc_1 (32, 32 x 32) and fc_2 (1, 32).
+    stack = 4 + 4 * 16 + 16 * 512 + 4 * 32 + 32 * 32 + 4 + 32
+    raw = 12 + 54 + 4 + 2 * 512 + 2 * 22528 * 512 + 4 * 8 * 22528 + 8 * stack
+    for data, words in ((own + b"\0", f"{raw + 1} (1 too many)"), (own[:-1000], f"{raw - 1000} (1000 too few)")):
         with pytest.raises(NetFileError, match=rf"wrong LEB128 magic before FT biases at offset 70: expected "
-                                               rf"b'COMPRESSED_LEB128', found .*; nor is it a raw net of L1 = 256, "
-                                               rf"which has 12298630 bytes: this file has {re.escape(words)}"):
+                                               rf"b'COMPRESSED_LEB128', found .*; nor is it a raw net of L1 = 512, "
+                                               rf"which has {raw} bytes: this file has {re.escape(words)}"):
             load_net(_write(tmp_path, data))
 
 

@@ -224,6 +224,6 @@ def test_a_net_of_another_format_cannot_start_a_run():
 
 def test_a_net_cannot_start_a_dorefa_run():
     path = _own_net_path()
-    cfg = TrainConfig(l1=256, epochs=1, batch_size=64, val_fraction=0.0, qat="dorefa", init_net=str(path), log=None)
+    cfg = TrainConfig(l1=512, epochs=1, batch_size=64, val_fraction=0.0, qat="dorefa", init_net=str(path), log=None)
     with pytest.raises(ValueError, match="dorefa"):
         train(distill_set(300, 3), cfg)
