@@ -195,6 +195,42 @@ def test_corrupt_evalfile_is_refused(uci, tmp_path):
     assert any(l.startswith("info string") and "previous net" in l for l in lines)
 
 
+def test_go_without_a_net_answers_at_once(tmp_path):
+    """With no net loaded a GUI still gets an answer to go (the reason, then bestmove 0000), and setting EvalFile
+    to a net that loads makes the engine ready."""
+    engine = Uci(env=dict(os.environ, QUANTFISH_NET=str(tmp_path / "absent.nnue")))
+    engine.send("uci")
+    engine.expect("uciok", timeout=10)
+    engine.send("isready")
+    lines = engine.expect("readyok", timeout=300)
+    assert any(l.startswith("info string") and "not found" in l for l in lines), lines
+    engine.send("position startpos")
+    engine.send("go wtime 1000 btime 1000")
+    lines = engine.expect("bestmove", timeout=10)
+    assert lines[-1] == "bestmove 0000"
+    assert any(l.startswith("info string") and "absent.nnue" in l for l in lines), lines
+    engine.send("go perft 1")
+    engine.send("isready")
+    lines = engine.expect("readyok", timeout=10)
+    assert not any(l.startswith("bestmove") or l.startswith("Nodes searched") for l in lines), lines
+    # Naming a net that loads is the way out.
+    from quantfish.nnue.locate import OWN_NET_NAME, package_nets_dir
+    engine.send(f"setoption name EvalFile value {tmp_path / 'also-absent.nnue'}")
+    engine.send(f"setoption name EvalFile value {package_nets_dir() / OWN_NET_NAME}")
+    engine.send("isready")
+    lines = engine.expect("readyok", timeout=300)
+    assert any("also-absent.nnue" in l and "not loaded" in l for l in lines), lines
+    assert not any("not ready" in l for l in lines), lines
+    engine.send("position startpos moves e2e4")
+    engine.send("go depth 3")
+    move = _bestmove(engine.expect("bestmove", timeout=60))
+    board = chess.Board()
+    board.push_uci("e2e4")
+    assert chess.Move.from_uci(move) in board.legal_moves
+    engine.close()
+    assert all("Traceback" not in line for line in engine.seen)
+
+
 def test_multipv_gives_distinct_lines(uci):
     uci.send("setoption name MultiPV value 3")
     uci.send("position startpos")

@@ -173,10 +173,20 @@ class UciEngine:
         run_bench(self.state.searcher, depth, self.send)
 
     def cmd_go(self, args):
-        self.ensure_ready()
+        perft = bool(args) and args[0] == "perft"
+        try:
+            self.ensure_ready()
+        except UciError as exc:
+            if perft:
+                raise
+            # A GUI waits for bestmove after go: with no net to search with, say why and answer at once (the
+            # null move, as for a position without moves) rather than leave it waiting for a move that never comes.
+            self.info_string(str(exc))
+            self.send("bestmove 0000")
+            return
         if self.search.searching():
             raise UciError("already searching; send stop first")
-        if args and args[0] == "perft":
+        if perft:
             self._go_perft(args[1:])
             return
         from quantfish.core.notation import parse_uci_move
@@ -247,12 +257,13 @@ class UciEngine:
         """``EvalFile`` / ``EvalFileSmall``: the nets change when the files named by both options load (and form
         a pair when the main net is a 17.1 big net); the option keeps the value either way."""
         from quantfish.nnue.locate import SMALL_NET_NAME
-        self.ensure_ready()
+        self.start_loading()
         s = self.state
+        s.ready.wait()        # not ensure_ready: after a start-up load that failed, naming a net is the way out
         main_value = value if opt.name == "EvalFile" else self.options.value("EvalFile")
         small_value = value if opt.name == "EvalFileSmall" else self.options.value("EvalFileSmall")
         opt.value = value
-        if opt.name == "EvalFileSmall" and s.small_net_is_ignored(main_value):
+        if opt.name == "EvalFileSmall" and s.searcher is not None and s.small_net_is_ignored(main_value):
             self.info_string(f"EvalFileSmall {value!r} ignored: the main net {s.net.path} is a Stockfish "
                              f"{s.net.arch.generation_name} net, evaluated alone (a small net pairs only "
                              f"with a Stockfish 17.1 big net)")
@@ -261,8 +272,12 @@ class UciEngine:
             s.load_nets(main_value, small_value, self.options.value("NNUE Path"), self.options.value("Hash"),
                         self.options.value("Threads"))
         except (OSError, ValueError) as exc:
-            raise UciError(f"{opt.name} {value!r} not loaded, keeping the previous net ({s.net_text}): "
-                           f"{exc}") from None
+            kept = f"keeping the previous net ({s.net_text})" if s.searcher is not None else "no net loaded"
+            raise UciError(f"{opt.name} {value!r} not loaded, {kept}: {exc}") from None
+        if s.init_error is not None:               # the engine is ready now: warm it as the start-up load would
+            from quantfish.search.warm import warm_for_play
+            warm_for_play(s.searcher)
+            s.init_error = None
         self._announced = False
         text = f"NNUE evaluation using {s.net_text}"
         if s.net_small is None and small_value != SMALL_NET_NAME:
