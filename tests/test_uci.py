@@ -227,8 +227,9 @@ def test_go_without_a_net_answers_at_once(tmp_path):
     board = chess.Board()
     board.push_uci("e2e4")
     assert chess.Move.from_uci(move) in board.legal_moves
-    engine.close()
+    err = engine.close()
     assert all("Traceback" not in line for line in engine.seen)
+    assert "absent.nnue" in err and "Traceback" not in err, err      # a user's error is one line on stderr
 
 
 def test_multipv_gives_distinct_lines(uci):

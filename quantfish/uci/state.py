@@ -51,7 +51,10 @@ class EngineState:
             warm_for_play(self.searcher)
         except Exception as exc:  # reported on isready / go, never a traceback on stdout
             self.init_error = str(exc)
-            print(traceback.format_exc(), file=sys.stderr)
+            # A net that does not load (missing, corrupt, unpaired) is the user's to mend: one line says so. Any
+            # other failure is a bug, and its traceback goes to stderr.
+            print(f"quantfish: {exc}" if isinstance(exc, (OSError, ValueError)) else traceback.format_exc(),
+                  file=sys.stderr)
         finally:
             self.ready.set()
 
