@@ -44,7 +44,7 @@ plot-deps: $(PY)
 cluster-deps: $(PY)
 	$(PY) -m pip install -q -e '.[cluster]'
 
-# Remake Quantfish's own net the way quantfish/nets/qf-*.nnue was made (quantfish/nets/README.md), in eight
+# Remake Quantfish's own net the way quantfish/nets/qf-*.nnue was made (quantfish/nets/README.md), in nine
 # stages. The base: 270M positions the search evaluates in self-play, labelled with Stockfish 15.1's net's
 # raw output (the teacher: install its net first, make net), one epoch of factorised training at L1 = 256
 # under a cosine rate followed batch by batch; about 25 minutes of data and 45 of training on 2 cores. Then
@@ -52,12 +52,13 @@ cluster-deps: $(PY)
 # 70 minutes of data and 40 of training. Then twice more: 300M more positions from other games and one more
 # epoch from the last stage's weights; about 45 minutes of data and 20 to 30 of training each. Then three
 # times: 150M more positions and one more epoch with a larger loss scale (--wdl-scale 500) and 150M positions
-# in the shuffle buffer (about 5 GB of memory); about 25 minutes of data and 11 of training each. Last, the
+# in the shuffle buffer (about 5 GB of memory); about 25 minutes of data and 11 of training each. Then the
 # seventh stage's net widened to L1 = 512 and one more epoch over those three stages' 450M positions; about
-# 50 minutes. Needs make train-deps. The result is build/ournet/ournet.nnue. OURNET_BASE=FILE starts the
-# second stage from an existing base, OURNET_STAGE2=FILE the third from an existing second stage, and so on to
-# OURNET_STAGE7=FILE, the last from an existing seventh, such as the earlier shipped nets from the
-# repository's history.
+# 50 minutes. Last, 150M more positions and one more epoch over them at a lower rate (3e-4); about 35
+# minutes of data and 20 of training. Needs make train-deps. The result is
+# build/ournet/ournet.nnue. OURNET_BASE=FILE starts the second stage from an existing base,
+# OURNET_STAGE2=FILE the third from an existing second stage, and so on to OURNET_STAGE8=FILE, the last from
+# an existing eighth, such as the earlier shipped nets from the repository's history.
 OURNET_GEN = --workers 2 --depth 4 --nodes 300 --random-plies 8
 OURNET_BASE ?= build/ournet/base.nnue
 OURNET_STAGE2 ?= build/ournet/stage2.nnue
@@ -66,6 +67,7 @@ OURNET_STAGE4 ?= build/ournet/stage4.nnue
 OURNET_STAGE5 ?= build/ournet/stage5.nnue
 OURNET_STAGE6 ?= build/ournet/stage6.nnue
 OURNET_STAGE7 ?= build/ournet/stage7.nnue
+OURNET_STAGE8 ?= build/ournet/stage8.nnue
 OURNET_TRAIN = --factoriser --epochs 1 --batch-size 16384 --lr-schedule cosine --lr-min-ratio 0.05 \
 	--lr-by-batch --val-fraction 0.005 --seed 1 --threads 2
 build/ournet/base.nnue: | $(PY)
@@ -81,9 +83,10 @@ OURNET_CHUNKS = --sample 8 --chunk-positions 10000000 $(OURNET_GEN)
 ournet_data = mkdir -p build/ournet && { test -f build/ournet/c$(1).bin || \
 	$(QF) gendata -o build/ournet/c$(1).bin --positions $(2) --seed $(1) $(OURNET_CHUNKS); }
 # $(call ournet_epoch,RUN,INIT,SEEDS,OPTIONS,OUT): one epoch over the SEEDS' files from INIT's weights.
+# OPTIONS come last: an option given twice keeps its last value, so they may override the rate and the seed.
 define ournet_epoch
 $(QF) train $(foreach seed,$(3),--data build/ournet/c$(seed).bin) --out build/ournet/$(1) --init-net $(2) \
-	--lr 5e-4 $(4) $(OURNET_TRAIN)
+	--lr 5e-4 $(OURNET_TRAIN) $(4)
 $(QF) export build/ournet/$(1)/last.pt -o $(5)
 endef
 
@@ -117,11 +120,15 @@ build/ournet/stage7.nnue: $(OURNET_STAGE6)
 	$(call ournet_data,24,150000000)
 	$(call ournet_epoch,run7,$<,24,--l1 256 $(OURNET_LATE),$@)
 
-ournet: $(OURNET_STAGE7)
+build/ournet/stage8.nnue: $(OURNET_STAGE7)
 	$(call ournet_data,21,150000000)
 	$(call ournet_data,23,150000000)
 	$(call ournet_data,24,150000000)
-	$(call ournet_epoch,run8,$<,21 23 24,--l1 512 $(OURNET_LATE),build/ournet/ournet.nnue)
+	$(call ournet_epoch,run8,$<,21 23 24,--l1 512 $(OURNET_LATE),$@)
+
+ournet: $(OURNET_STAGE8)
+	$(call ournet_data,25,150000000)
+	$(call ournet_epoch,run9,$<,25,--l1 512 $(OURNET_LATE) --lr 3e-4 --seed 2,build/ournet/ournet.nnue)
 
 test: $(PY)
 	$(PY) -m pytest -q

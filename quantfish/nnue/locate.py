@@ -20,8 +20,8 @@ DEFAULT_NET_NAME = "nn-ad9b42354671.nnue"
 DEFAULT_NET_SHA256 = "ad9b423546714137916bd38978af6fd68d7b8951bef25ff76bf43da72d6cb786"
 DEFAULT_NET_SIZE = 47_001_499
 ENV_VAR = "QUANTFISH_NET"
-OWN_NET_NAME = "qf-0607ed9dab1a.nnue"       # Quantfish's own net, shipped in the package (quantfish/nets)
-OWN_NET_SHA256 = "0607ed9dab1a824902f99e2888bb450ef989aa18e5b6129c9a7842aadaa49b67"
+OWN_NET_NAME = "qf-06b7027a52df.nnue"       # Quantfish's own net, shipped in the package (quantfish/nets)
+OWN_NET_SHA256 = "06b7027a52dfc7dc8b81b2949d783c57fc45c071f96c3deebacd63874ca465ce"
 BIG_NET_NAME = "nn-1c0000000000.nnue"       # Stockfish 17.1's big net (L1 = 3072)
 SMALL_NET_NAME = "nn-37f18f62d772.nnue"     # Stockfish 17.1's small net (L1 = 128)
 SMALL_ENV_VAR = "QUANTFISH_NET_SMALL"
