@@ -54,9 +54,9 @@ cluster-deps: $(PY)
 # times: 150M more positions and one more epoch with a larger loss scale (--wdl-scale 500) and 150M positions
 # in the shuffle buffer (about 5 GB of memory); about 25 minutes of data and 11 of training each. Then the
 # seventh stage's net widened to L1 = 512 and one more epoch over those three stages' 450M positions; about
-# 50 minutes. Last, 150M more positions and one more epoch over them at a lower rate (3e-4); about 35
-# minutes of data and 20 of training. Needs make train-deps. The result is
-# build/ournet/ournet.nnue. OURNET_BASE=FILE starts the second stage from an existing base,
+# 50 minutes. Last, 150M more positions and one more epoch over them at a lower rate (3e-4); about 25
+# minutes of data and 16 of training (49 and 31 on a slower 2-core Zen 3). Needs make train-deps. The result
+# is build/ournet/ournet.nnue. OURNET_BASE=FILE starts the second stage from an existing base,
 # OURNET_STAGE2=FILE the third from an existing second stage, and so on to OURNET_STAGE8=FILE, the last from
 # an existing eighth, such as the earlier shipped nets from the repository's history.
 OURNET_GEN = --workers 2 --depth 4 --nodes 300 --random-plies 8
